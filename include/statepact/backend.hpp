@@ -1,0 +1,40 @@
+// The backend concept: what storage must offer for leases, fencing and sessions. Each operation is
+// one round trip to storage. docs/backend-concept.md states the contract of each in words.
+#pragma once
+
+#include <concepts>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio/awaitable.hpp>
+
+#include <statepact/commit_request.hpp>
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+template <class B>
+concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds ttl,
+                           std::optional<milliseconds> maybe_ttl, Value v,
+                           std::vector<std::string> names, CommitRequest req, SessionId id,
+                           LockMode mode) {
+  // Leases and fencing.
+  { b.acquire_lease(s, s, ttl) } -> std::same_as<asio::awaitable<Lease>>;
+  { b.renew_lease(lease, maybe_ttl) } -> std::same_as<asio::awaitable<Lease>>;
+  { b.release_lease(lease) } -> std::same_as<asio::awaitable<bool>>;
+  { b.current_fence(s) } -> std::same_as<asio::awaitable<Token>>;
+  // State.
+  { b.register_resource(s, v) } -> std::same_as<asio::awaitable<bool>>;
+  { b.read(s, s) } -> std::same_as<asio::awaitable<Entry>>;
+  { b.snapshot(names) } -> std::same_as<asio::awaitable<std::vector<ResourceSnapshot>>>;
+  // Sessions: begin checks the resources exist; lock waits up to the timeout and returns the key's
+  // latest entry under the lock; end releases whatever the session still holds, without waiting.
+  { b.begin_session(names, Isolation::none) } -> std::same_as<asio::awaitable<SessionId>>;
+  { b.lock(id, s, s, mode, ttl) } -> std::same_as<asio::awaitable<Entry>>;
+  { b.end_session(id) }
+  noexcept;
+  { b.commit(req) } -> std::same_as<asio::awaitable<CommitResult>>;
+};
+
+}  // namespace statepact

@@ -1,0 +1,334 @@
+// The in-process backend: header-only, thread-safe, with an injectable clock so tests drive lease
+// expiry without sleeping. Every operation completes under one mutex, so each is atomic; only a
+// pessimistic lock wait suspends.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/awaitable.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/concurrent_channel.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <statepact/backend.hpp>
+#include <statepact/commit_request.hpp>
+#include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/lock_table.hpp>
+#include <statepact/detail/validate.hpp>
+#include <statepact/errors.hpp>
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+class MemoryOptions {
+ public:
+  MemoryOptions() = default;
+  // The backend's clock: the only clock that decides lease expiry and idempotency retention.
+  MemoryOptions& clock(std::function<time_point()> now) {
+    clock_ = std::move(now);
+    return *this;
+  }
+  MemoryOptions& idempotency_retention(milliseconds d) {
+    if (d <= milliseconds::zero())
+      throw InvalidArgumentError("idempotency retention must be positive");
+    retention_ = d;
+    return *this;
+  }
+
+  const std::function<time_point()>& clock() const { return clock_; }
+  milliseconds idempotency_retention() const { return retention_; }
+
+ private:
+  std::function<time_point()> clock_;
+  milliseconds retention_ = std::chrono::hours(24);
+};
+
+class MemoryBackend {
+ public:
+  explicit MemoryBackend(MemoryOptions options = MemoryOptions()) : options_(std::move(options)) {}
+  MemoryBackend(const MemoryBackend&) = delete;
+  MemoryBackend& operator=(const MemoryBackend&) = delete;
+
+  time_point now() const { return options_.clock() ? options_.clock()() : Clock::now(); }
+
+  // ---- leases and fencing -------------------------------------------------------------------
+
+  asio::awaitable<Lease> acquire_lease(std::string resource, std::string owner,
+                                       milliseconds ttl = std::chrono::seconds(30)) {
+    detail::validate_name("resource name", resource);
+    detail::validate_name("owner", owner);
+    detail::validate_ttl(ttl);
+    std::lock_guard guard(mu_);
+    co_return detail::decide_acquire(leases_[resource], resource, owner, ttl, now());
+  }
+
+  asio::awaitable<Lease> renew_lease(Lease lease, std::optional<milliseconds> ttl = std::nullopt) {
+    detail::validate_lease(lease);
+    const milliseconds t = ttl.value_or(lease.ttl);
+    detail::validate_ttl(t);
+    std::lock_guard guard(mu_);
+    auto it = leases_.find(lease.resource);
+    if (it == leases_.end())
+      throw LeaseLostError(lease.resource, lease.owner, lease.token, 0, "no lease exists");
+    co_return detail::decide_renew(it->second, lease, t, now());
+  }
+
+  asio::awaitable<bool> release_lease(Lease lease) {
+    detail::validate_lease(lease);
+    std::lock_guard guard(mu_);
+    auto it = leases_.find(lease.resource);
+    co_return it != leases_.end() && detail::decide_release(it->second, lease);
+  }
+
+  asio::awaitable<Token> current_fence(std::string resource) {
+    detail::validate_name("resource name", resource);
+    std::lock_guard guard(mu_);
+    auto it = leases_.find(resource);
+    co_return it == leases_.end() ? 0 : it->second.high_water;
+  }
+
+  // ---- state ---------------------------------------------------------------------------------
+
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object()) {
+    detail::validate_name("resource name", name);
+    if (!initial_state.is_object())
+      throw InvalidArgumentError(
+          fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
+                      name, initial_state.type_name()));
+    for (const auto& [key, value] : initial_state.items()) detail::validate_name("key", key);
+    std::lock_guard guard(mu_);
+    auto [it, created] = resources_.try_emplace(name);
+    if (created)
+      for (auto& [key, value] : initial_state.items()) it->second.entries[key] = Entry{value, 0};
+    co_return created;
+  }
+
+  asio::awaitable<Entry> read(std::string resource, std::string key) {
+    detail::validate_name("resource name", resource);
+    detail::validate_name("key", key);
+    std::lock_guard guard(mu_);
+    co_return entry_of(find_resource(resource), key);
+  }
+
+  asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources) {
+    for (const auto& r : resources) detail::validate_name("resource name", r);
+    std::vector<ResourceSnapshot> out;
+    out.reserve(resources.size());
+    std::lock_guard guard(mu_);
+    for (auto& r : resources) {
+      const auto& data = find_resource(r);
+      ResourceSnapshot snap{std::move(r), data.version, {}};
+      snap.entries.insert(data.entries.begin(), data.entries.end());
+      out.push_back(std::move(snap));
+    }
+    co_return out;
+  }
+
+  // ---- sessions ------------------------------------------------------------------------------
+
+  asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation) {
+    std::lock_guard guard(mu_);
+    for (const auto& r : resources) find_resource(r);
+    co_return ++next_session_;
+  }
+
+  asio::awaitable<Entry> lock(SessionId session, std::string resource, std::string key,
+                              LockMode mode, milliseconds timeout) {
+    detail::validate_name("resource name", resource);
+    detail::validate_name("key", key);
+    const std::string lock_key = resource + '\0' + key;
+    const auto ex = co_await asio::this_coro::executor;
+    std::shared_ptr<LockWaiter> waiter;
+    {
+      std::lock_guard guard(mu_);
+      const auto& data = find_resource(resource);
+      std::uint64_t ticket = 0;
+      switch (locks_.acquire(session, lock_key, mode, ticket)) {
+        case detail::LockTable::Outcome::granted:
+          co_return entry_of(data, key);
+        case detail::LockTable::Outcome::deadlock:
+          throw DeadlockError(fmt::format(
+              "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
+              mode == LockMode::shared ? "shared" : "exclusive", resource, key));
+        case detail::LockTable::Outcome::must_wait:
+          break;
+      }
+      waiter = std::make_shared<LockWaiter>(ex);
+      waiters_[ticket] = waiter;
+      waiter->ticket = ticket;
+    }
+    // The timer and the granting thread both post into a thread-safe channel, so whichever comes
+    // first wakes the waiter and the other is a no-op.
+    asio::steady_timer timer(ex, timeout);
+    timer.async_wait([waiter](std::error_code ec) {
+      if (!ec) waiter->channel.try_send(std::error_code(asio::error::timed_out), 0);
+    });
+    auto [ec, unused] =
+        co_await waiter->channel.async_receive(asio::experimental::as_tuple(asio::use_awaitable));
+    timer.cancel();
+    std::vector<detail::LockTable::Grant> granted;
+    {
+      std::lock_guard guard(mu_);
+      waiters_.erase(waiter->ticket);
+      if (locks_.holds(session, lock_key, mode)) co_return entry_of(find_resource(resource), key);
+      granted = locks_.cancel_wait(session, lock_key);
+    }
+    wake(granted);
+    if (ec == asio::error::timed_out)
+      throw LockTimeoutError(fmt::format(
+          "timed out after {} ms waiting for a {} lock on resource '{}' key '{}'", timeout.count(),
+          mode == LockMode::shared ? "shared" : "exclusive", resource, key));
+    throw std::system_error(ec ? ec : make_error_code(asio::error::operation_aborted),
+                            "lock wait cancelled");
+  }
+
+  void end_session(SessionId session) noexcept {
+    std::vector<detail::LockTable::Grant> granted;
+    {
+      std::lock_guard guard(mu_);
+      granted = locks_.release_all(session);
+    }
+    wake(granted);
+  }
+
+  asio::awaitable<CommitResult> commit(CommitRequest req) {
+    detail::validate_name("agent id", req.agent_id);
+    if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
+    for (const auto& w : req.writes) detail::validate_name("key", w.key);
+    CommitResult result;
+    std::vector<detail::LockTable::Grant> granted;
+    {
+      std::lock_guard guard(mu_);
+      const time_point t = now();
+      purge_idempotency(t);
+      if (req.idempotency_key) {
+        auto it = idempotency_.find(*req.idempotency_key);
+        if (it != idempotency_.end()) {
+          if (it->second.fingerprint != req.fingerprint)
+            throw IdempotencyKeyReusedError(*req.idempotency_key);
+          result = it->second.result;
+          result.replayed = true;
+          granted = locks_.release_all(req.session);
+        }
+      }
+      if (!result.replayed) {
+        result = apply(req);
+        if (req.idempotency_key) {
+          const time_point expires = t + options_.idempotency_retention();
+          idempotency_[*req.idempotency_key] = IdempotencyRecord{req.fingerprint, result, expires};
+          idempotency_order_.emplace_back(expires, *req.idempotency_key);
+        }
+        granted = locks_.release_all(req.session);
+      }
+    }
+    wake(granted);
+    co_return result;
+  }
+
+  // Counts for tests and monitoring.
+  std::size_t idempotency_records() const {
+    std::lock_guard guard(mu_);
+    return idempotency_.size();
+  }
+  bool holds_no_locks() const {
+    std::lock_guard guard(mu_);
+    return locks_.empty() && waiters_.empty();
+  }
+
+ private:
+  struct ResourceData {
+    Version version = 0;
+    std::unordered_map<std::string, Entry> entries;
+  };
+  struct IdempotencyRecord {
+    std::string fingerprint;
+    CommitResult result;
+    time_point expires;
+  };
+  struct LockWaiter {
+    explicit LockWaiter(asio::any_io_executor ex) : channel(ex, 1) {}
+    // void(error_code) alone is ambiguous in Asio 1.22's channel traits; the int is unused.
+    asio::experimental::concurrent_channel<void(std::error_code, int)> channel;
+    std::uint64_t ticket = 0;
+  };
+
+  const ResourceData& find_resource(const std::string& name) const {
+    auto it = resources_.find(name);
+    if (it == resources_.end()) throw ResourceNotFoundError(name);
+    return it->second;
+  }
+
+  static Entry entry_of(const ResourceData& data, const std::string& key) {
+    auto it = data.entries.find(key);
+    return it == data.entries.end() ? Entry{} : it->second;
+  }
+
+  // Checks everything first and only then writes, so a failed commit changes nothing.
+  CommitResult apply(const CommitRequest& req) {
+    for (const auto& r : req.resources) find_resource(r);
+    for (const auto& w : req.writes) find_resource(w.resource);
+    for (const auto& f : req.fences) {
+      auto it = leases_.find(f.resource);
+      detail::enforce_fence(f.resource, req.agent_id,
+                            it == leases_.end() ? 0 : it->second.high_water, f.token);
+    }
+    for (const auto& c : req.checks) {
+      const Version found = entry_of(find_resource(c.resource), c.key).version;
+      if (found != c.expected_version)
+        throw ConflictError(c.resource, c.key, c.expected_version, found);
+    }
+    CommitResult result;
+    for (const auto& w : req.writes) {
+      auto& data = resources_.find(w.resource)->second;
+      auto [it, first] = result.versions.try_emplace(w.resource, data.version + 1);
+      if (first) data.version = it->second;
+      data.entries[w.key] = Entry{w.value, data.version};
+    }
+    return result;
+  }
+
+  void purge_idempotency(time_point t) {
+    while (!idempotency_order_.empty() && idempotency_order_.front().first <= t) {
+      // A key purged and used again has a newer record: only its own expiry removes it.
+      auto it = idempotency_.find(idempotency_order_.front().second);
+      if (it != idempotency_.end() && it->second.expires <= t) idempotency_.erase(it);
+      idempotency_order_.pop_front();
+    }
+  }
+
+  void wake(const std::vector<detail::LockTable::Grant>& granted) noexcept {
+    for (const auto& g : granted) {
+      std::shared_ptr<LockWaiter> w;
+      {
+        std::lock_guard guard(mu_);
+        auto it = waiters_.find(g.ticket);
+        if (it != waiters_.end()) w = it->second;
+      }
+      if (w) w->channel.try_send(std::error_code(), 0);
+    }
+  }
+
+  MemoryOptions options_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, ResourceData> resources_;
+  std::unordered_map<std::string, detail::LeaseState> leases_;
+  std::unordered_map<std::string, IdempotencyRecord> idempotency_;
+  std::deque<std::pair<time_point, std::string>> idempotency_order_;
+  detail::LockTable locks_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<LockWaiter>> waiters_;
+  std::uint64_t next_session_ = 0;
+};
+
+static_assert(Backend<MemoryBackend>);
+
+}  // namespace statepact

@@ -1,0 +1,199 @@
+// The error hierarchy of SPEC.md. Every error says whether re-running the whole transaction on
+// fresh state may succeed (`retryable()`), and carries the names and tokens a reader needs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+enum class ErrorCode {
+  conflict,
+  deadlock,
+  lock_timeout,
+  backend_unavailable,
+  commit_unknown,
+  lease_lost,
+  lease_not_available,
+  invalid_argument,
+  resource_not_found,
+  idempotency_key_reused,
+};
+
+inline const char* to_string(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::conflict:
+      return "conflict";
+    case ErrorCode::deadlock:
+      return "deadlock";
+    case ErrorCode::lock_timeout:
+      return "lock_timeout";
+    case ErrorCode::backend_unavailable:
+      return "backend_unavailable";
+    case ErrorCode::commit_unknown:
+      return "commit_unknown";
+    case ErrorCode::lease_lost:
+      return "lease_lost";
+    case ErrorCode::lease_not_available:
+      return "lease_not_available";
+    case ErrorCode::invalid_argument:
+      return "invalid_argument";
+    case ErrorCode::resource_not_found:
+      return "resource_not_found";
+    case ErrorCode::idempotency_key_reused:
+      return "idempotency_key_reused";
+  }
+  return "?";
+}
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  ErrorCode code() const noexcept { return code_; }
+  virtual bool retryable() const noexcept { return false; }
+
+ private:
+  ErrorCode code_;
+};
+
+// Validation failed at commit: re-run the whole transaction on fresh data.
+class ConflictError : public Error {
+ public:
+  ConflictError(std::string resource, std::string key, Version expected, Version found)
+      : Error(ErrorCode::conflict,
+              fmt::format("conflict on resource '{}' key '{}': expected version {}, found {}",
+                          resource, key, expected, found)),
+        resource_(std::move(resource)),
+        key_(std::move(key)),
+        expected_(expected),
+        found_(found) {}
+  bool retryable() const noexcept override { return true; }
+  const std::string& resource() const noexcept { return resource_; }
+  const std::string& key() const noexcept { return key_; }
+  Version expected_version() const noexcept { return expected_; }
+  Version found_version() const noexcept { return found_; }
+
+ private:
+  std::string resource_, key_;
+  Version expected_, found_;
+};
+
+class DeadlockError : public Error {
+ public:
+  explicit DeadlockError(const std::string& what) : Error(ErrorCode::deadlock, what) {}
+  bool retryable() const noexcept override { return true; }
+};
+
+class LockTimeoutError : public Error {
+ public:
+  explicit LockTimeoutError(const std::string& what) : Error(ErrorCode::lock_timeout, what) {}
+  bool retryable() const noexcept override { return true; }
+};
+
+// The connection failed before anything was sent: nothing happened, retrying is safe.
+class BackendUnavailableError : public Error {
+ public:
+  explicit BackendUnavailableError(const std::string& what)
+      : Error(ErrorCode::backend_unavailable, what) {}
+  bool retryable() const noexcept override { return true; }
+};
+
+// The connection was lost after the commit was sent: it may or may not have been applied. Only a
+// commit with an idempotency key may be re-sent, because a replay then applies nothing twice.
+class CommitUnknownError : public Error {
+ public:
+  CommitUnknownError(const std::string& what, bool has_idempotency_key)
+      : Error(ErrorCode::commit_unknown, what), idempotent_(has_idempotency_key) {}
+  bool retryable() const noexcept override { return idempotent_; }
+  bool has_idempotency_key() const noexcept { return idempotent_; }
+
+ private:
+  bool idempotent_;
+};
+
+// The caller's token is older than the storage's high-water mark, or the lease expired or was
+// superseded. Never retryable: retrying with the same token is wrong; stop, re-acquire, re-read.
+class LeaseLostError : public Error {
+ public:
+  LeaseLostError(std::string resource, std::string owner, Token token, Token current_fence,
+                 const std::string& reason)
+      : Error(ErrorCode::lease_lost,
+              fmt::format(
+                  "lease lost on resource '{}' by owner '{}' (token {}, current fence {}): {}",
+                  resource, owner, token, current_fence, reason)),
+        resource_(std::move(resource)),
+        owner_(std::move(owner)),
+        token_(token),
+        current_fence_(current_fence) {}
+  const std::string& resource() const noexcept { return resource_; }
+  const std::string& owner() const noexcept { return owner_; }
+  Token token() const noexcept { return token_; }
+  Token current_fence() const noexcept { return current_fence_; }
+
+ private:
+  std::string resource_, owner_;
+  Token token_, current_fence_;
+};
+
+// Another owner holds a live lease. Wait or back off; never force.
+class LeaseNotAvailableError : public Error {
+ public:
+  LeaseNotAvailableError(std::string resource, std::string requester, std::string holder,
+                         Token holder_token, time_point holder_expires_at)
+      : Error(ErrorCode::lease_not_available,
+              fmt::format("lease on resource '{}' not available to '{}': held by '{}' (token {})",
+                          resource, requester, holder, holder_token)),
+        resource_(std::move(resource)),
+        holder_(std::move(holder)),
+        holder_token_(holder_token),
+        holder_expires_at_(holder_expires_at) {}
+  const std::string& resource() const noexcept { return resource_; }
+  const std::string& holder() const noexcept { return holder_; }
+  Token holder_token() const noexcept { return holder_token_; }
+  // The backend's clock: compare only with other backend times.
+  time_point holder_expires_at() const noexcept { return holder_expires_at_; }
+
+ private:
+  std::string resource_, holder_;
+  Token holder_token_;
+  time_point holder_expires_at_;
+};
+
+class InvalidArgumentError : public Error {
+ public:
+  explicit InvalidArgumentError(const std::string& what)
+      : Error(ErrorCode::invalid_argument, what) {}
+};
+
+class ResourceNotFoundError : public Error {
+ public:
+  explicit ResourceNotFoundError(std::string resource)
+      : Error(ErrorCode::resource_not_found,
+              fmt::format("resource '{}' is not registered", resource)),
+        resource_(std::move(resource)) {}
+  const std::string& resource() const noexcept { return resource_; }
+
+ private:
+  std::string resource_;
+};
+
+class IdempotencyKeyReusedError : public Error {
+ public:
+  explicit IdempotencyKeyReusedError(const std::string& key)
+      : Error(ErrorCode::idempotency_key_reused,
+              fmt::format("idempotency key '{}' was already used for a different commit", key)) {}
+};
+
+// Misuse of the API (a session used after commit or abort): a bug in the caller, not a state error.
+class UsageError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+}  // namespace statepact

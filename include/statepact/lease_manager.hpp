@@ -1,0 +1,291 @@
+// Holding a lease for the length of a job: acquire (optionally waiting), renew in the background,
+// release on every exit path, and never lose ownership silently.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+
+#include <asio/awaitable.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/experimental/parallel_group.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <statepact/backend.hpp>
+#include <statepact/detail/backoff.hpp>
+#include <statepact/detail/validate.hpp>
+#include <statepact/errors.hpp>
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+class HoldOptions {
+ public:
+  HoldOptions() = default;
+  HoldOptions& ttl(milliseconds d) {
+    ttl_ = d;
+    return *this;
+  }
+  HoldOptions& auto_renew(bool on) {
+    auto_renew_ = on;
+    return *this;
+  }
+  // Default: a third of the ttl, well inside it.
+  HoldOptions& renew_every(milliseconds d) {
+    renew_every_ = d;
+    return *this;
+  }
+  // How long to wait for a lease another owner holds; zero fails at once.
+  HoldOptions& wait(milliseconds d) {
+    wait_ = d;
+    return *this;
+  }
+  // On a lost renewal, cancel the body through Asio cancellation (default), or only mark the
+  // handle lost and let the body notice.
+  HoldOptions& cancel_on_loss(bool on) {
+    cancel_on_loss_ = on;
+    return *this;
+  }
+
+  const std::optional<milliseconds>& ttl() const { return ttl_; }
+  bool auto_renew() const { return auto_renew_; }
+  const std::optional<milliseconds>& renew_every() const { return renew_every_; }
+  milliseconds wait() const { return wait_; }
+  bool cancel_on_loss() const { return cancel_on_loss_; }
+
+ private:
+  std::optional<milliseconds> ttl_;
+  bool auto_renew_ = false;
+  std::optional<milliseconds> renew_every_;
+  milliseconds wait_{0};
+  bool cancel_on_loss_ = true;
+};
+
+namespace detail {
+
+// Shared by the body and the renewal loop, which may run on different threads.
+class HoldState {
+ public:
+  explicit HoldState(Lease lease) : lease_(std::move(lease)) {}
+  Lease lease() const {
+    std::lock_guard g(mu_);
+    return lease_;
+  }
+  void renewed(Lease lease) {
+    std::lock_guard g(mu_);
+    lease_ = std::move(lease);
+  }
+  void lost(std::exception_ptr e) {
+    std::lock_guard g(mu_);
+    if (!failure_) failure_ = std::move(e);
+  }
+  std::exception_ptr failure() const {
+    std::lock_guard g(mu_);
+    return failure_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Lease lease_;
+  std::exception_ptr failure_;
+};
+
+}  // namespace detail
+
+// What the body of hold() may take instead of `const Lease&`: the live view of the held lease.
+class HeldLease {
+ public:
+  explicit HeldLease(std::shared_ptr<detail::HoldState> state) : state_(std::move(state)) {}
+  Lease lease() const { return state_->lease(); }
+  Token token() const { return state_->lease().token; }
+  // True once a renewal failed: stop working, do not commit under this token.
+  bool lost() const { return state_->failure() != nullptr; }
+  // Throws the renewal failure (LeaseLostError) if there was one.
+  void check() const {
+    if (auto e = state_->failure()) std::rethrow_exception(e);
+  }
+
+ private:
+  std::shared_ptr<detail::HoldState> state_;
+};
+
+template <Backend B>
+class LeaseManager {
+  // Helpers first: hold()'s return type names them.
+  template <class Body>
+  static auto call(Body& body, HeldLease& handle, const Lease& lease) {
+    if constexpr (std::is_invocable_v<Body&, HeldLease&>)
+      return body(handle);
+    else
+      return body(lease);
+  }
+
+  template <class Body>
+  struct body_result {
+    using awaitable_t = decltype(call(std::declval<Body&>(), std::declval<HeldLease&>(),
+                                      std::declval<const Lease&>()));
+    using type = typename awaitable_t::value_type;
+  };
+
+  // co_spawn needs a default-constructible result; this wraps any R (and void).
+  template <class R>
+  struct holder {
+    std::optional<R> value;
+  };
+  struct void_holder {
+    std::optional<int> value;
+  };
+  template <class R>
+  using holder_t = std::conditional_t<std::is_void_v<R>, void_holder, holder<R>>;
+
+ public:
+  explicit LeaseManager(B& backend, milliseconds default_ttl = std::chrono::seconds(30))
+      : backend_(&backend), default_ttl_(default_ttl) {
+    detail::validate_ttl(default_ttl);
+  }
+
+  B& backend() const { return *backend_; }
+  milliseconds default_ttl() const { return default_ttl_; }
+
+  // Acquires, waiting up to `wait` for a live lease of another owner to go, with jittered
+  // exponential backoff; at the deadline the last LeaseNotAvailableError propagates.
+  asio::awaitable<Lease> acquire(std::string resource, std::string owner,
+                                 std::optional<milliseconds> ttl = std::nullopt,
+                                 milliseconds wait = milliseconds::zero()) {
+    const milliseconds t = ttl.value_or(default_ttl_);
+    if (wait < milliseconds::zero()) throw InvalidArgumentError("wait must not be negative");
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (int attempt = 1;; ++attempt) {
+      try {
+        co_return co_await backend_->acquire_lease(resource, owner, t);
+      } catch (const LeaseNotAvailableError&) {
+        if (std::chrono::steady_clock::now() >= deadline) throw;
+      }
+      const auto pause = detail::full_jitter(
+          detail::backoff_ceiling(attempt, milliseconds(5), 2.0, milliseconds(500)),
+          detail::random_unit());
+      timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+          pause, deadline - std::chrono::steady_clock::now()));
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+  }
+
+  // Asks storage whether a newer token exists; throws LeaseLostError if so.
+  asio::awaitable<void> guard(Lease lease) {
+    detail::validate_lease(lease);
+    const Token fence = co_await backend_->current_fence(lease.resource);
+    if (fence > lease.token)
+      throw LeaseLostError(lease.resource, lease.owner, lease.token, fence,
+                           "a newer lease token exists");
+    if (fence < lease.token)
+      throw InvalidArgumentError(fmt::format("lease token {} for resource '{}' was never issued",
+                                             lease.token, lease.resource));
+  }
+
+  // Runs body while holding the lease. body(const Lease&) or body(HeldLease&) returns an
+  // awaitable; hold returns what it returns. The lease is released on every exit; a renewal
+  // failure is rethrown from here (after the body stopped) and never swallowed.
+  template <class Body>
+  auto hold(std::string resource, std::string owner, Body body, HoldOptions options = HoldOptions())
+      -> asio::awaitable<typename body_result<Body>::type> {
+    using R = typename body_result<Body>::type;
+    const milliseconds ttl = options.ttl().value_or(default_ttl_);
+    detail::validate_ttl(ttl);
+    const milliseconds every = options.renew_every().value_or(ttl / 3);
+    if (options.auto_renew() && (every <= milliseconds::zero() || every >= ttl))
+      throw InvalidArgumentError(
+          fmt::format("renew_every must be positive and shorter than the ttl ({} ms), got {} ms",
+                      ttl.count(), every.count()));
+
+    const Lease initial = co_await acquire(resource, owner, ttl, options.wait());
+    auto state = std::make_shared<detail::HoldState>(initial);
+    HeldLease handle(state);
+    std::exception_ptr body_error;
+    std::optional<holder_t<R>> result;
+
+    if (!options.auto_renew()) {
+      try {
+        result = co_await run_body(body, handle, initial);
+      } catch (...) {
+        body_error = std::current_exception();
+      }
+    } else {
+      auto ex = co_await asio::this_coro::executor;
+      // The first to finish cancels the other: the body's end stops renewal, and a lost renewal
+      // (when cancel_on_loss) cancels the body.
+      auto outcome =
+          co_await asio::experimental::make_parallel_group(
+              asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
+              asio::co_spawn(ex, renew_loop(backend_, state, every, options.cancel_on_loss()),
+                             asio::experimental::deferred))
+              .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+      body_error = std::get<1>(outcome);
+      if (!body_error) result = std::move(std::get<2>(outcome));
+    }
+
+    // Release even when cancelled: cleanup must not be refused by a pending cancellation.
+    co_await asio::this_coro::reset_cancellation_state();
+    try {
+      co_await backend_->release_lease(state->lease());
+    } catch (const Error&) {
+      // The lease then simply expires; its token stays the high-water mark either way.
+    }
+    if (auto lost = state->failure()) std::rethrow_exception(lost);
+    if (body_error) std::rethrow_exception(body_error);
+    if constexpr (!std::is_void_v<R>) co_return std::move(*result->value);
+  }
+
+ private:
+  template <class Body>
+  static asio::awaitable<holder_t<typename body_result<Body>::type>> run_body(Body& body,
+                                                                              HeldLease handle,
+                                                                              Lease lease) {
+    using R = typename body_result<Body>::type;
+    holder_t<R> out;
+    if constexpr (std::is_void_v<R>) {
+      co_await call(body, handle, lease);
+      out.value = 0;
+    } else {
+      out.value.emplace(co_await call(body, handle, lease));
+    }
+    co_return out;
+  }
+
+  static asio::awaitable<void> renew_loop(B* backend, std::shared_ptr<detail::HoldState> state,
+                                          milliseconds every, bool cancel_on_loss) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    milliseconds next = every;
+    for (;;) {
+      timer.expires_after(next);
+      co_await timer.async_wait(asio::use_awaitable);
+      next = every;
+      try {
+        state->renewed(co_await backend->renew_lease(state->lease(), std::nullopt));
+        continue;
+      } catch (const Error& e) {
+        // A transient failure is retried sooner; the backend decides when the lease has expired.
+        if (e.retryable() && e.code() != ErrorCode::lease_lost) {
+          next = std::max(every / 4, milliseconds(1));
+          continue;
+        }
+        state->lost(std::current_exception());
+      }
+      if (cancel_on_loss) co_return;
+      // Otherwise renewal stops and waits to be cancelled when the body ends.
+      timer.expires_at(asio::steady_timer::time_point::max());
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+  }
+
+  B* backend_;
+  milliseconds default_ttl_;
+};
+
+}  // namespace statepact

@@ -1,0 +1,252 @@
+// A transaction over one or more resources. Reads go to storage (or to the session's snapshot);
+// writes are buffered and applied by commit(), atomically across resources, with the fence and the
+// isolation mode's validation checked by storage in the same step.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <asio/awaitable.hpp>
+
+#include <statepact/backend.hpp>
+#include <statepact/detail/fingerprint.hpp>
+#include <statepact/detail/validate.hpp>
+#include <statepact/errors.hpp>
+#include <statepact/session_options.hpp>
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+template <Backend B>
+class Session {
+ public:
+  // Made by Manager::session(); `options` must be normalized.
+  Session(B& backend, SessionOptions options, SessionId id)
+      : backend_(&backend), options_(std::move(options)), id_(id) {}
+
+  Session(Session&& other) noexcept
+      : backend_(other.backend_),
+        options_(std::move(other.options_)),
+        id_(other.id_),
+        state_(std::exchange(other.state_, State::moved_from)),
+        writes_(std::move(other.writes_)),
+        seen_(std::move(other.seen_)),
+        snapshot_(std::move(other.snapshot_)),
+        locked_(std::move(other.locked_)) {}
+  Session& operator=(Session&&) = delete;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // A session dropped without commit aborts, releasing any locks it holds.
+  ~Session() {
+    if (state_ == State::active) backend_->end_session(id_);
+  }
+
+  const std::string& agent_id() const { return options_.agent_id(); }
+  Isolation isolation() const { return options_.isolation(); }
+  const std::vector<std::string>& resources() const { return options_.resources(); }
+  SessionId id() const { return id_; }
+  bool active() const { return state_ == State::active; }
+
+  // The single-resource forms are coroutines too, so every error surfaces at co_await.
+  asio::awaitable<std::optional<Value>> read(std::string key) {
+    co_return co_await do_read(single_resource("read"), std::move(key), false);
+  }
+  asio::awaitable<std::optional<Value>> read(std::string resource, std::string key) {
+    return do_read(std::move(resource), std::move(key), false);
+  }
+  // Pessimistic: takes the exclusive lock at once, so a later write needs no upgrade (upgrades of
+  // shared locks held by two sessions deadlock). Other modes: a plain read.
+  asio::awaitable<std::optional<Value>> read_for_update(std::string key) {
+    co_return co_await do_read(single_resource("read_for_update"), std::move(key), true);
+  }
+  asio::awaitable<std::optional<Value>> read_for_update(std::string resource, std::string key) {
+    return do_read(std::move(resource), std::move(key), true);
+  }
+
+  asio::awaitable<void> write(std::string key, Value value) {
+    co_await do_write(single_resource("write"), std::move(key),
+                      std::optional<Value>(std::move(value)));
+  }
+  asio::awaitable<void> write(std::string resource, std::string key, Value value) {
+    return do_write(std::move(resource), std::move(key), std::optional<Value>(std::move(value)));
+  }
+  asio::awaitable<void> erase(std::string key) {
+    co_await do_write(single_resource("erase"), std::move(key), std::optional<Value>());
+  }
+  asio::awaitable<void> erase(std::string resource, std::string key) {
+    return do_write(std::move(resource), std::move(key), std::optional<Value>());
+  }
+
+  // Applies the buffered writes, or nothing. Whatever happens, the session is finished after.
+  asio::awaitable<CommitResult> commit() {
+    require_active("commit");
+    CommitRequest req = build_request();
+    state_ = State::failed;  // until storage says otherwise; locks are released below either way
+    try {
+      CommitResult result = co_await backend_->commit(std::move(req));
+      state_ = State::committed;
+      co_return result;
+    } catch (...) {
+      backend_->end_session(id_);
+      throw;
+    }
+  }
+
+  // Discards the buffered writes and releases locks.
+  asio::awaitable<void> abort() {
+    require_active("abort");
+    state_ = State::aborted;
+    backend_->end_session(id_);
+    co_return;
+  }
+
+ private:
+  enum class State { active, committed, aborted, failed, moved_from };
+  using Key = std::pair<std::string, std::string>;  // (resource, key)
+
+  const std::string& single_resource(const char* op) const {
+    if (options_.resources().size() != 1)
+      throw InvalidArgumentError(fmt::format(
+          "{}(key) needs a single-resource session; this one has {} resources, so name the "
+          "resource: {}(resource, key, ...)",
+          op, options_.resources().size(), op));
+    return options_.resources().front();
+  }
+
+  void require_active(const char* op) const {
+    static constexpr const char* names[] = {"active", "committed", "aborted",
+                                            "finished by a failed commit", "moved from"};
+    if (state_ != State::active)
+      throw UsageError(
+          fmt::format("{}() on a session of agent '{}' that was already {}; start a "
+                      "new session",
+                      op, options_.agent_id(), names[static_cast<int>(state_)]));
+  }
+
+  void check_target(const std::string& resource, const std::string& key) const {
+    detail::validate_name("key", key);
+    const auto& rs = options_.resources();
+    if (!std::binary_search(rs.begin(), rs.end(), resource))
+      throw InvalidArgumentError(fmt::format(
+          "resource '{}' is not one of this session's resources; add it with .resource()",
+          resource));
+  }
+
+  bool uses_snapshot() const {
+    return isolation() == Isolation::snapshot || isolation() == Isolation::serializable;
+  }
+
+  // One round trip takes a consistent copy of every resource of the session.
+  asio::awaitable<void> ensure_snapshot() {
+    if (snapshot_) co_return;
+    auto snaps = co_await backend_->snapshot(options_.resources());
+    std::unordered_map<std::string, ResourceSnapshot> by_name;
+    for (auto& s : snaps) {
+      std::string name = s.resource;
+      by_name.emplace(std::move(name), std::move(s));
+    }
+    snapshot_ = std::move(by_name);
+  }
+
+  Entry snapshot_entry(const std::string& resource, const std::string& key) const {
+    const auto& entries = snapshot_->at(resource).entries;
+    auto it = entries.find(key);
+    return it == entries.end() ? Entry{} : it->second;
+  }
+
+  asio::awaitable<std::optional<Value>> do_read(std::string resource, std::string key,
+                                                bool for_update) {
+    require_active("read");
+    check_target(resource, key);
+    Key k{std::move(resource), std::move(key)};
+    if (auto w = writes_.find(k); w != writes_.end()) co_return w->second;  // read your own writes
+    Entry entry;
+    switch (isolation()) {
+      case Isolation::none:
+      case Isolation::optimistic:
+        entry = co_await backend_->read(k.first, k.second);
+        break;
+      case Isolation::snapshot:
+      case Isolation::serializable:
+        co_await ensure_snapshot();
+        entry = snapshot_entry(k.first, k.second);
+        break;
+      case Isolation::pessimistic:
+        entry = co_await lock(k, for_update ? LockMode::exclusive : LockMode::shared);
+        break;
+    }
+    seen_.try_emplace(k, entry.version);  // the first version seen is what commit validates
+    co_return entry.value;
+  }
+
+  asio::awaitable<void> do_write(std::string resource, std::string key,
+                                 std::optional<Value> value) {
+    require_active("write");
+    check_target(resource, key);
+    Key k{std::move(resource), std::move(key)};
+    if (uses_snapshot()) co_await ensure_snapshot();  // a write-only session's snapshot point
+    if (isolation() == Isolation::pessimistic) co_await lock(k, LockMode::exclusive);
+    writes_[std::move(k)] = std::move(value);
+  }
+
+  // Pessimistic: asks storage only for a lock the session does not hold yet.
+  asio::awaitable<Entry> lock(const Key& k, LockMode mode) {
+    auto it = locked_.find(k);
+    if (it != locked_.end() &&
+        (it->second.first == LockMode::exclusive || mode == LockMode::shared))
+      co_return it->second.second;
+    Entry entry = co_await backend_->lock(id_, k.first, k.second, mode, options_.lock_timeout());
+    locked_[k] = {mode, entry};
+    co_return entry;
+  }
+
+  CommitRequest build_request() const {
+    CommitRequest req;
+    req.session = id_;
+    req.agent_id = options_.agent_id();
+    req.resources = options_.resources();
+    req.fences = options_.fences();
+    req.idempotency_key = options_.idempotency_key();
+    auto check = [&](const Key& k, Version v) {
+      req.checks.push_back(ReadCheck{k.first, k.second, v});
+    };
+    switch (isolation()) {
+      case Isolation::none:
+        break;
+      case Isolation::optimistic:
+      case Isolation::pessimistic:
+        for (const auto& [k, v] : seen_) check(k, v);
+        break;
+      case Isolation::snapshot:
+        if (snapshot_)
+          for (const auto& [k, w] : writes_) check(k, snapshot_entry(k.first, k.second).version);
+        break;
+      case Isolation::serializable:
+        if (snapshot_) {
+          for (const auto& [k, v] : seen_) check(k, v);
+          for (const auto& [k, w] : writes_)
+            if (!seen_.count(k)) check(k, snapshot_entry(k.first, k.second).version);
+        }
+        break;
+    }
+    for (const auto& [k, v] : writes_) req.writes.push_back(WriteOp{k.first, k.second, v});
+    if (req.idempotency_key) req.fingerprint = detail::fingerprint(req.resources, req.writes);
+    return req;
+  }
+
+  B* backend_;
+  SessionOptions options_;
+  SessionId id_;
+  State state_ = State::active;
+  std::map<Key, std::optional<Value>> writes_;
+  std::map<Key, Version> seen_;
+  std::optional<std::unordered_map<std::string, ResourceSnapshot>> snapshot_;
+  std::map<Key, std::pair<LockMode, Entry>> locked_;
+};
+
+}  // namespace statepact

@@ -1,0 +1,84 @@
+#include <catch2/catch.hpp>
+
+#include <statepact/detail/lock_table.hpp>
+
+namespace sp = statepact;
+using Table = sp::detail::LockTable;
+using O = Table::Outcome;
+using sp::LockMode;
+
+TEST_CASE("shared locks share, exclusive locks exclude", "[unit][locks]") {
+  Table t;
+  std::uint64_t ticket = 0;
+  CHECK(t.acquire(1, "x", LockMode::shared, ticket) == O::granted);
+  CHECK(t.acquire(2, "x", LockMode::shared, ticket) == O::granted);
+  CHECK(t.acquire(3, "x", LockMode::exclusive, ticket) == O::must_wait);
+  const auto writer = ticket;
+  // FIFO: a reader arriving after a queued writer waits too, so writers do not starve.
+  CHECK(t.acquire(4, "x", LockMode::shared, ticket) == O::must_wait);
+  CHECK(t.release_all(1).empty());
+  auto granted = t.release_all(2);
+  REQUIRE(granted.size() == 1);
+  CHECK(granted[0].session == 3);
+  CHECK(granted[0].ticket == writer);
+  CHECK(t.holds(3, "x", LockMode::exclusive));
+  granted = t.release_all(3);
+  REQUIRE(granted.size() == 1);
+  CHECK(granted[0].session == 4);
+  t.release_all(4);
+  CHECK(t.empty());
+}
+
+TEST_CASE("holders re-asking are granted; a sole holder upgrades at once", "[unit][locks]") {
+  Table t;
+  std::uint64_t ticket = 0;
+  CHECK(t.acquire(1, "x", LockMode::exclusive, ticket) == O::granted);
+  CHECK(t.acquire(1, "x", LockMode::shared, ticket) == O::granted);
+  CHECK(t.holds(1, "x", LockMode::exclusive));
+  CHECK(t.acquire(2, "y", LockMode::shared, ticket) == O::granted);
+  CHECK(t.acquire(2, "y", LockMode::exclusive, ticket) == O::granted);
+  CHECK(t.held_count(1) == 1);
+}
+
+TEST_CASE("deadlocks are refused when the cycle forms", "[unit][locks]") {
+  Table t;
+  std::uint64_t ticket = 0;
+  CHECK(t.acquire(1, "x", LockMode::exclusive, ticket) == O::granted);
+  CHECK(t.acquire(2, "y", LockMode::exclusive, ticket) == O::granted);
+  CHECK(t.acquire(1, "y", LockMode::exclusive, ticket) == O::must_wait);
+  CHECK(t.acquire(2, "x", LockMode::exclusive, ticket) == O::deadlock);
+  // The refused request left no trace: releasing 2 grants 1 its wait.
+  auto granted = t.release_all(2);
+  REQUIRE(granted.size() == 1);
+  CHECK(granted[0].session == 1);
+
+  // Two readers both upgrading is the classic conversion deadlock.
+  Table u;
+  CHECK(u.acquire(1, "k", LockMode::shared, ticket) == O::granted);
+  CHECK(u.acquire(2, "k", LockMode::shared, ticket) == O::granted);
+  CHECK(u.acquire(1, "k", LockMode::exclusive, ticket) == O::must_wait);
+  CHECK(u.acquire(2, "k", LockMode::exclusive, ticket) == O::deadlock);
+
+  // A longer cycle: 1 -> 2 -> 3 -> 1.
+  Table v;
+  CHECK(v.acquire(1, "a", LockMode::exclusive, ticket) == O::granted);
+  CHECK(v.acquire(2, "b", LockMode::exclusive, ticket) == O::granted);
+  CHECK(v.acquire(3, "c", LockMode::exclusive, ticket) == O::granted);
+  CHECK(v.acquire(1, "b", LockMode::exclusive, ticket) == O::must_wait);
+  CHECK(v.acquire(2, "c", LockMode::exclusive, ticket) == O::must_wait);
+  CHECK(v.acquire(3, "a", LockMode::exclusive, ticket) == O::deadlock);
+}
+
+TEST_CASE("a cancelled wait leaves the queue and may let others in", "[unit][locks]") {
+  Table t;
+  std::uint64_t ticket = 0;
+  CHECK(t.acquire(1, "x", LockMode::shared, ticket) == O::granted);
+  CHECK(t.acquire(2, "x", LockMode::exclusive, ticket) == O::must_wait);
+  CHECK(t.acquire(3, "x", LockMode::shared, ticket) == O::must_wait);
+  auto granted = t.cancel_wait(2, "x");
+  REQUIRE(granted.size() == 1);
+  CHECK(granted[0].session == 3);
+  t.release_all(1);
+  t.release_all(3);
+  CHECK(t.empty());
+}
