@@ -1,0 +1,31 @@
+# Installs Debian packages that are missing; does nothing (and asks no mirror) when all are there.
+# Usage: ensure_packages pkg...
+ensure_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "==> installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# What building the library, its demo and its tests needs.
+STATEPACT_BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config libasio-dev libfmt-dev
+  nlohmann-json3-dev catch2)
+STATEPACT_BACKEND_PACKAGES=(libpqxx-dev libhiredis-dev postgresql redis-server)
+
+# Configures (once) and builds a build tree. Usage: build_tree DIR [cmake args...]
+build_tree() {
+  local dir=$1
+  shift
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$STATEPACT_ROOT" -B "$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
+  fi
+  cmake --build "$dir" -j "$(nproc)"
+}

@@ -1,0 +1,1 @@
+#error "a memory-only statepact build must not include hiredis"

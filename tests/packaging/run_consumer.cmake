@@ -1,0 +1,25 @@
+# Builds and runs a consumer project. -DMODE=find_package|add_subdirectory -DSOURCE=... -DWORK=...
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(poison "-DPOISON_DIR=${SOURCE}/tests/packaging/poison")
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${out}")
+  endif()
+endfunction()
+if(MODE STREQUAL "find_package")
+  # Install a memory-only configuration (no libpqxx or hiredis needed), then consume it.
+  run(${CMAKE_COMMAND} -S "${SOURCE}" -B "${WORK}/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release
+      -DSTATEPACT_BUILD_TESTS=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_BUILD_BENCH=OFF
+      -DSTATEPACT_WITH_POSTGRES=OFF -DSTATEPACT_WITH_REDIS=OFF -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+  run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
+  run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/consumer" -B "${WORK}/app" -G Ninja
+      -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
+else()
+  run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/subdir_consumer" -B "${WORK}/app" -G Ninja
+      -DSTATEPACT_SOURCE_DIR=${SOURCE} -DSTATEPACT_WITH_POSTGRES=OFF -DSTATEPACT_WITH_REDIS=OFF ${poison})
+endif()
+run(${CMAKE_COMMAND} --build "${WORK}/app")
+run("${WORK}/app/consumer")
+message(STATUS "${MODE} consumer built and ran")
