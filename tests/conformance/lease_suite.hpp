@@ -238,7 +238,7 @@ TEMPLATE_LIST_TEST_CASE("storage enforces the fence atomically with the commit",
   });
 }
 
-TEMPLATE_LIST_TEST_CASE("manager.lease registers the resource; sessions need a registered one",
+TEMPLATE_LIST_TEST_CASE("manager.lease registers the resource, and sessions need a registered one",
                         "[conformance][lease]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     using B = typename TestType::backend_type;

@@ -161,7 +161,7 @@ TEMPLATE_LIST_TEST_CASE("a commit over several resources applies all or nothing"
   });
 }
 
-TEMPLATE_LIST_TEST_CASE("isolation none loses updates; every other mode prevents it",
+TEMPLATE_LIST_TEST_CASE("isolation none loses updates, every other mode prevents it",
                         "[conformance][isolation]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     using B = typename TestType::backend_type;
@@ -242,7 +242,7 @@ TEMPLATE_LIST_TEST_CASE("optimistic validates reads, reads-as-absent, and catche
   });
 }
 
-TEMPLATE_LIST_TEST_CASE("snapshot reads are consistent across resources; write skew is allowed",
+TEMPLATE_LIST_TEST_CASE("snapshot reads are consistent across resources, and write skew is allowed",
                         "[conformance][isolation]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     using B = typename TestType::backend_type;

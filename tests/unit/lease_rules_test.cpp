@@ -10,7 +10,7 @@ namespace {
 const sp::time_point t0 = sp::time_point(std::chrono::hours(1000));
 }
 
-TEST_CASE("acquire: new token when free, released or expired; extend for the same owner",
+TEST_CASE("acquire: new token when free, released or expired, and extend for the same owner",
           "[unit][lease-rules]") {
   LeaseState s;
   auto a = sp::detail::decide_acquire(s, "r", "a", 10s, t0);

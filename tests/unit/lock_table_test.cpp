@@ -29,7 +29,7 @@ TEST_CASE("shared locks share, exclusive locks exclude", "[unit][locks]") {
   CHECK(t.empty());
 }
 
-TEST_CASE("holders re-asking are granted; a sole holder upgrades at once", "[unit][locks]") {
+TEST_CASE("holders re-asking are granted, and a sole holder upgrades at once", "[unit][locks]") {
   Table t;
   std::uint64_t ticket = 0;
   CHECK(t.acquire(1, "x", LockMode::exclusive, ticket) == O::granted);
