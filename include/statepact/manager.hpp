@@ -53,10 +53,9 @@ class Manager {
   }
 
   asio::awaitable<Session<B>> session(SessionOptions options) {
-    SessionOptions normalized = options.normalized();
-    const SessionId id =
-        co_await backend_->begin_session(normalized.resources(), normalized.isolation());
-    co_return Session<B>(*backend_, std::move(normalized), id);
+    options.normalize();
+    const SessionId id = co_await backend_->begin_session(options.resources(), options.isolation());
+    co_return Session<B>(*backend_, std::move(options), id);
   }
 
   // Runs fn(session) in a fresh session and commits unless fn did; on a retryable error waits

@@ -52,9 +52,10 @@ class Session {
   SessionId id() const { return id_; }
   bool active() const { return state_ == State::active; }
 
-  // The single-resource forms are coroutines too, so every error surfaces at co_await.
+  // The single-resource forms leave the resource unset; it is resolved inside the coroutine, so
+  // every error surfaces at co_await.
   asio::awaitable<std::optional<Value>> read(std::string key) {
-    co_return co_await do_read(single_resource("read"), std::move(key), false);
+    return do_read(std::nullopt, std::move(key), false);
   }
   asio::awaitable<std::optional<Value>> read(std::string resource, std::string key) {
     return do_read(std::move(resource), std::move(key), false);
@@ -62,21 +63,20 @@ class Session {
   // Pessimistic: takes the exclusive lock at once, so a later write needs no upgrade (upgrades of
   // shared locks held by two sessions deadlock). Other modes: a plain read.
   asio::awaitable<std::optional<Value>> read_for_update(std::string key) {
-    co_return co_await do_read(single_resource("read_for_update"), std::move(key), true);
+    return do_read(std::nullopt, std::move(key), true);
   }
   asio::awaitable<std::optional<Value>> read_for_update(std::string resource, std::string key) {
     return do_read(std::move(resource), std::move(key), true);
   }
 
   asio::awaitable<void> write(std::string key, Value value) {
-    co_await do_write(single_resource("write"), std::move(key),
-                      std::optional<Value>(std::move(value)));
+    return do_write(std::nullopt, std::move(key), std::optional<Value>(std::move(value)));
   }
   asio::awaitable<void> write(std::string resource, std::string key, Value value) {
     return do_write(std::move(resource), std::move(key), std::optional<Value>(std::move(value)));
   }
   asio::awaitable<void> erase(std::string key) {
-    co_await do_write(single_resource("erase"), std::move(key), std::optional<Value>());
+    return do_write(std::nullopt, std::move(key), std::optional<Value>());
   }
   asio::awaitable<void> erase(std::string resource, std::string key) {
     return do_write(std::move(resource), std::move(key), std::optional<Value>());
@@ -85,7 +85,7 @@ class Session {
   // Applies the buffered writes, or nothing. Whatever happens, the session is finished after.
   asio::awaitable<CommitResult> commit() {
     require_active("commit");
-    CommitRequest req = build_request();
+    CommitRequest req = take_request();
     state_ = State::failed;  // until storage says otherwise; locks are released below either way
     try {
       CommitResult result = co_await backend_->commit(std::move(req));
@@ -159,11 +159,12 @@ class Session {
     return it == entries.end() ? Entry{} : it->second;
   }
 
-  asio::awaitable<std::optional<Value>> do_read(std::string resource, std::string key,
-                                                bool for_update) {
-    require_active("read");
-    check_target(resource, key);
-    Key k{std::move(resource), std::move(key)};
+  asio::awaitable<std::optional<Value>> do_read(std::optional<std::string> resource,
+                                                std::string key, bool for_update) {
+    const char* op = for_update ? "read_for_update" : "read";
+    require_active(op);
+    Key k{resource ? std::move(*resource) : single_resource(op), std::move(key)};
+    check_target(k.first, k.second);
     if (auto w = writes_.find(k); w != writes_.end()) co_return w->second;  // read your own writes
     Entry entry;
     switch (isolation()) {
@@ -184,11 +185,12 @@ class Session {
     co_return entry.value;
   }
 
-  asio::awaitable<void> do_write(std::string resource, std::string key,
+  asio::awaitable<void> do_write(std::optional<std::string> resource, std::string key,
                                  std::optional<Value> value) {
-    require_active("write");
-    check_target(resource, key);
-    Key k{std::move(resource), std::move(key)};
+    const char* op = value ? "write" : "erase";
+    require_active(op);
+    Key k{resource ? std::move(*resource) : single_resource(op), std::move(key)};
+    check_target(k.first, k.second);
     if (uses_snapshot()) co_await ensure_snapshot();  // a write-only session's snapshot point
     if (isolation() == Isolation::pessimistic) co_await lock(k, LockMode::exclusive);
     writes_[std::move(k)] = std::move(value);
@@ -205,7 +207,8 @@ class Session {
     co_return entry;
   }
 
-  CommitRequest build_request() const {
+  // The session is finished once it commits, so the buffered writes move into the request.
+  CommitRequest take_request() {
     CommitRequest req;
     req.session = id_;
     req.agent_id = options_.agent_id();
@@ -234,7 +237,8 @@ class Session {
         }
         break;
     }
-    for (const auto& [k, v] : writes_) req.writes.push_back(WriteOp{k.first, k.second, v});
+    req.writes.reserve(writes_.size());
+    for (auto& [k, v] : writes_) req.writes.push_back(WriteOp{k.first, k.second, std::move(v)});
     if (req.idempotency_key) req.fingerprint = detail::fingerprint(req.resources, req.writes);
     return req;
   }

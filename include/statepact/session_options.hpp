@@ -55,8 +55,9 @@ class SessionOptions {
   const std::optional<std::string>& idempotency_key() const { return idempotency_key_; }
   milliseconds lock_timeout() const { return lock_timeout_; }
 
-  // Checks everything that needs no I/O and resolves a bare token to the single resource.
-  // Throws InvalidArgumentError; the options are unchanged when it throws.
+  // Checks everything that needs no I/O, sorts and dedupes the resources and resolves a bare token
+  // to the single resource. Throws InvalidArgumentError, leaving the options unchanged.
+  void normalize();
   SessionOptions normalized() const;
 
  private:
@@ -75,38 +76,58 @@ class SessionOptions {
 
 namespace statepact {
 
-inline SessionOptions SessionOptions::normalized() const {
-  SessionOptions out = *this;
+inline void SessionOptions::normalize() {
+  // Every check runs before anything is changed, so a throw leaves the options as they were.
   detail::validate_name("agent id", agent_id_);
   if (resources_.empty())
     throw InvalidArgumentError(fmt::format(
         "session of agent '{}' names no resource; add one with .resource(name)", agent_id_));
   for (const auto& r : resources_) detail::validate_name("resource name", r);
-  std::sort(out.resources_.begin(), out.resources_.end());
-  out.resources_.erase(std::unique(out.resources_.begin(), out.resources_.end()),
-                       out.resources_.end());
-  if (pending_token_) {
-    if (out.resources_.size() != 1)
-      throw InvalidArgumentError(fmt::format(
-          "fence(token) needs a single-resource session, but this one has {} resources; use "
-          "fence(resource, token)",
-          out.resources_.size()));
-    out.fences_.push_back(FenceCheck{out.resources_.front(), *pending_token_});
-    out.pending_token_.reset();
-  }
-  for (const auto& f : out.fences_) {
-    if (!std::binary_search(out.resources_.begin(), out.resources_.end(), f.resource))
+  auto named = [&](const std::string& r) {
+    return std::find(resources_.begin(), resources_.end(), r) != resources_.end();
+  };
+  const bool single = std::all_of(resources_.begin(), resources_.end(),
+                                  [&](const std::string& r) { return r == resources_.front(); });
+  if (pending_token_ && !single)
+    throw InvalidArgumentError(
+        "fence(token) needs a single-resource session, but this one has several resources; use "
+        "fence(resource, token)");
+  for (const auto& f : fences_) {
+    if (!named(f.resource))
       throw InvalidArgumentError(
           fmt::format("fence names resource '{}', which is not one of the session's", f.resource));
     if (f.token == 0) throw InvalidArgumentError("fence token 0 was never issued");
-    for (const auto& g : out.fences_)
-      if (&g != &f && g.resource == f.resource && g.token != f.token)
-        throw InvalidArgumentError(
-            fmt::format("two different fence tokens given for resource '{}'", f.resource));
+    const bool clash = std::any_of(fences_.begin(), fences_.end(), [&](const FenceCheck& g) {
+      return g.resource == f.resource && g.token != f.token;
+    });
+    if (clash || (pending_token_ && *pending_token_ != f.token))
+      throw InvalidArgumentError(
+          fmt::format("two different fence tokens given for resource '{}'", f.resource));
   }
+  if (pending_token_ && *pending_token_ == 0)
+    throw InvalidArgumentError("fence token 0 was never issued");
   if (idempotency_key_) detail::validate_name("idempotency key", *idempotency_key_);
   if (lock_timeout_ <= milliseconds::zero())
     throw InvalidArgumentError("lock_timeout must be positive");
+
+  std::sort(resources_.begin(), resources_.end());
+  resources_.erase(std::unique(resources_.begin(), resources_.end()), resources_.end());
+  if (pending_token_) {
+    fences_.push_back(FenceCheck{resources_.front(), *pending_token_});
+    pending_token_.reset();
+  }
+  std::sort(fences_.begin(), fences_.end(),
+            [](const FenceCheck& a, const FenceCheck& b) { return a.resource < b.resource; });
+  fences_.erase(std::unique(fences_.begin(), fences_.end(),
+                            [](const FenceCheck& a, const FenceCheck& b) {
+                              return a.resource == b.resource;
+                            }),
+                fences_.end());
+}
+
+inline SessionOptions SessionOptions::normalized() const {
+  SessionOptions out = *this;
+  out.normalize();
   return out;
 }
 

@@ -209,8 +209,10 @@ class MemoryBackend {
     std::vector<detail::LockTable::Grant> granted;
     {
       std::lock_guard guard(mu_);
-      const time_point t = now();
-      purge_idempotency(t);
+      // Only idempotent commits, or records waiting to expire, need the clock.
+      const bool timed = req.idempotency_key || !idempotency_order_.empty();
+      const time_point t = timed ? now() : time_point();
+      if (timed) purge_idempotency(t);
       if (req.idempotency_key) {
         auto it = idempotency_.find(*req.idempotency_key);
         if (it != idempotency_.end()) {

@@ -57,12 +57,15 @@ inline void validate_name(std::string_view what, std::string_view name) {
   if (name.size() > max_name_bytes)
     throw InvalidArgumentError(fmt::format("{} is {} bytes long; at most {} are allowed", what,
                                            name.size(), max_name_bytes));
+  bool ascii = true;
   for (std::size_t i = 0; i < name.size(); ++i) {
     auto c = static_cast<unsigned char>(name[i]);
     if (c < 0x20 || c == 0x7F)
       throw InvalidArgumentError(
           fmt::format("{} contains a control character (0x{:02x}) at byte {}", what, c, i));
+    ascii &= c < 0x80;
   }
+  if (ascii) return;  // the common case needs no UTF-8 decoding
   if (auto at = invalid_utf8_at(name); at != std::string_view::npos)
     throw InvalidArgumentError(
         fmt::format("{} is not valid UTF-8 (or holds a control character) at byte {}", what, at));
