@@ -159,9 +159,9 @@ class PostgresBackend::Impl {
   Impl(asio::any_io_executor ex, std::string url, PostgresOptions o)
       : executor(std::move(ex)),
         options(std::move(o)),
-        shared(std::make_shared<pg::Shared>(
-            pg::Settings{with_connect_timeout(url, options.connect_timeout()), options.schema(),
-                         options.statement_timeout(), options.lock_timeout()})) {
+        shared(std::make_shared<pg::Shared>(pg::Settings{
+            with_connect_timeout(url, options.connect_timeout()), options.schema(),
+            options.application_name(), options.statement_timeout(), options.lock_timeout()})) {
     for (std::size_t i = 0; i < options.pool_size(); ++i)
       pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
   }

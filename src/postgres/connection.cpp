@@ -45,10 +45,11 @@ void Link::connect() {
     auto conn = std::make_unique<pqxx::connection>(s.conninfo);
     {
       pqxx::nontransaction setup(*conn);
-      setup.exec(fmt::format(
-          "SET statement_timeout = {}; SET lock_timeout = {}; SET search_path = {}; "
-          "SET client_min_messages = warning; SET application_name = 'statepact'",
-          s.statement_timeout.count(), s.lock_timeout.count(), conn->quote_name(s.schema)));
+      setup.exec(
+          fmt::format("SET statement_timeout = {}; SET lock_timeout = {}; SET search_path = {}; "
+                      "SET client_min_messages = warning; SET application_name = {}",
+                      s.statement_timeout.count(), s.lock_timeout.count(),
+                      conn->quote_name(s.schema), conn->quote(s.application_name)));
     }
     shared_->ensure_migrated(*conn);
     for (const auto& st : stmt::all) conn->prepare(st.name, st.sql);

@@ -16,6 +16,7 @@ namespace statepact::detail::pg {
 struct Settings {
   std::string conninfo;  // with connect_timeout added
   std::string schema;
+  std::string application_name;
   milliseconds statement_timeout{0};
   milliseconds lock_timeout{0};
 };

@@ -55,4 +55,10 @@ PostgresOptions& PostgresOptions::idempotency_retention(milliseconds d) {
   return *this;
 }
 
+PostgresOptions& PostgresOptions::application_name(std::string name) {
+  detail::validate_name("application name", name);
+  application_name_ = std::move(name);
+  return *this;
+}
+
 }  // namespace statepact

@@ -41,6 +41,8 @@ class PostgresOptions {
   // Time allowed to establish a connection (libpq connect_timeout, whole seconds, at least 2).
   PostgresOptions& connect_timeout(milliseconds d);
   PostgresOptions& idempotency_retention(milliseconds d);
+  // application_name of every connection (pg_stat_activity), default "statepact".
+  PostgresOptions& application_name(std::string name);
 
   std::size_t pool_size() const { return pool_size_; }
   const std::string& schema() const { return schema_; }
@@ -49,6 +51,7 @@ class PostgresOptions {
   std::optional<milliseconds> deadlock_timeout() const { return deadlock_timeout_; }
   milliseconds connect_timeout() const { return connect_timeout_; }
   milliseconds idempotency_retention() const { return retention_; }
+  const std::string& application_name() const { return application_name_; }
 
  private:
   std::size_t pool_size_ = 4;
@@ -58,6 +61,7 @@ class PostgresOptions {
   std::optional<milliseconds> deadlock_timeout_;
   milliseconds connect_timeout_{5000};
   milliseconds retention_ = std::chrono::hours(24);
+  std::string application_name_ = "statepact";
 };
 
 class PostgresBackend {
