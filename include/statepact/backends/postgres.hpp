@@ -1,0 +1,108 @@
+// The PostgreSQL backend: durable leases, fencing and sessions on a PostgreSQL server (libpqxx).
+// Blocking libpqxx calls run on the backend's own connection threads and complete on the calling
+// coroutine's executor. Every lease operation, read, snapshot and commit is one statement calling a
+// server-side function, so one round trip; the server's clock decides expiry. The implementation
+// lives in src/postgres/; no libpqxx or libpq type appears here.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+
+#include <statepact/backend.hpp>
+#include <statepact/commit_request.hpp>
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+class PostgresOptions {
+ public:
+  PostgresOptions() = default;
+
+  // Connections for single statements (leases, reads, snapshots, commits). Each pessimistic
+  // session holds one more connection of its own while it is open.
+  PostgresOptions& pool_size(std::size_t n);
+  // The schema holding statepact's tables and functions; created if missing.
+  PostgresOptions& schema(std::string name);
+  // Server-side deadline of every statement (statement_timeout on each connection).
+  PostgresOptions& statement_timeout(milliseconds d);
+  // lock_timeout on each connection for statements other than a session's explicit lock(),
+  // which uses the session's own timeout.
+  PostgresOptions& lock_timeout(milliseconds d);
+  // How long the server waits before it checks a lock wait for a deadlock (PostgreSQL's
+  // deadlock_timeout, default 1 s), set in pessimistic sessions only when given. Setting it needs
+  // a superuser or `GRANT SET ON PARAMETER deadlock_timeout` (PostgreSQL 15).
+  PostgresOptions& deadlock_timeout(milliseconds d);
+  // Time allowed to establish a connection (libpq connect_timeout, whole seconds, at least 2).
+  PostgresOptions& connect_timeout(milliseconds d);
+  PostgresOptions& idempotency_retention(milliseconds d);
+  // application_name of every connection (pg_stat_activity), default "statepact".
+  PostgresOptions& application_name(std::string name);
+
+  std::size_t pool_size() const { return pool_size_; }
+  const std::string& schema() const { return schema_; }
+  milliseconds statement_timeout() const { return statement_timeout_; }
+  milliseconds lock_timeout() const { return lock_timeout_; }
+  std::optional<milliseconds> deadlock_timeout() const { return deadlock_timeout_; }
+  milliseconds connect_timeout() const { return connect_timeout_; }
+  milliseconds idempotency_retention() const { return retention_; }
+  const std::string& application_name() const { return application_name_; }
+
+ private:
+  std::size_t pool_size_ = 4;
+  std::string schema_ = "public";
+  milliseconds statement_timeout_{30000};
+  milliseconds lock_timeout_{10000};
+  std::optional<milliseconds> deadlock_timeout_;
+  milliseconds connect_timeout_{5000};
+  milliseconds retention_ = std::chrono::hours(24);
+  std::string application_name_ = "statepact";
+};
+
+class PostgresBackend {
+ public:
+  // `url`: a libpq connection string or URI ("postgresql://user@host:5432/db"). Nothing connects
+  // until the first operation; the schema is migrated on the first connection.
+  PostgresBackend(asio::any_io_executor ex, std::string url,
+                  PostgresOptions options = PostgresOptions());
+  // Waits for operations in flight; rolls back sessions still open.
+  ~PostgresBackend();
+  PostgresBackend(const PostgresBackend&) = delete;
+  PostgresBackend& operator=(const PostgresBackend&) = delete;
+
+  // ---- leases and fencing -------------------------------------------------------------------
+  asio::awaitable<Lease> acquire_lease(std::string resource, std::string owner,
+                                       milliseconds ttl = std::chrono::seconds(30));
+  asio::awaitable<Lease> renew_lease(Lease lease, std::optional<milliseconds> ttl = std::nullopt);
+  asio::awaitable<bool> release_lease(Lease lease);
+  asio::awaitable<Token> current_fence(std::string resource);
+
+  // ---- state ---------------------------------------------------------------------------------
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object());
+  asio::awaitable<Entry> read(std::string resource, std::string key);
+  asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources);
+
+  // ---- sessions ------------------------------------------------------------------------------
+  asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation isolation);
+  asio::awaitable<Entry> lock(SessionId session, std::string resource, std::string key,
+                              LockMode mode, milliseconds timeout);
+  void end_session(SessionId session) noexcept;
+  asio::awaitable<CommitResult> commit(CommitRequest req);
+
+  // Pessimistic sessions currently open (for tests and monitoring).
+  std::size_t open_sessions() const;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+static_assert(Backend<PostgresBackend>);
+
+}  // namespace statepact

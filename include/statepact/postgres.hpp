@@ -1,0 +1,4 @@
+// The PostgreSQL backend (target statepact::postgres). Includes no libpqxx or libpq header.
+#pragma once
+
+#include <statepact/backends/postgres.hpp>

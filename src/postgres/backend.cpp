@@ -1,0 +1,554 @@
+// PostgresBackend: validation before any I/O (the same checks as every backend), then one job on
+// a connection thread per operation. The rules themselves live in the server-side functions of
+// schema_v1.sql; this file maps their answers to statepact's types and errors.
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <system_error>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <asio/error.hpp>
+
+#include <statepact/backends/postgres.hpp>
+#include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/validate.hpp>
+#include <statepact/errors.hpp>
+
+#include "call.hpp"
+#include "failures.hpp"
+#include "statements.hpp"
+#include "worker.hpp"
+
+namespace statepact {
+
+namespace pg = detail::pg;
+
+namespace {
+
+time_point from_us(long long us) {
+  return time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(us)));
+}
+
+std::optional<Value> json_field(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return Value::parse(f.c_str());
+}
+
+std::string names_json(const std::vector<std::string>& names) {
+  return Value(names).dump();
+}
+
+const char* mode_name(LockMode m) {
+  return m == LockMode::shared ? "shared" : "exclusive";
+}
+
+// The connection string with libpq's connect_timeout (whole seconds; libpq treats less than 2
+// as 2) appended, in the string's own syntax.
+std::string with_connect_timeout(const std::string& url, milliseconds t) {
+  const long long secs = std::max<long long>(2, (t.count() + 999) / 1000);
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+    return fmt::format("{}{}connect_timeout={}", url,
+                       url.find('?') == std::string::npos ? '?' : '&', secs);
+  return fmt::format("{} connect_timeout={}", url, secs);
+}
+
+// A job with no one waiting for it (the rollback of an ended session).
+class DetachedJob final : public pg::Job {
+ public:
+  explicit DetachedJob(std::function<void(pg::Link&)> fn) : fn_(std::move(fn)) {}
+  void run(pg::Link& link) noexcept override {
+    try {
+      fn_(link);
+    } catch (...) {
+    }
+  }
+  void abandon() noexcept override {}
+
+ private:
+  std::function<void(pg::Link&)> fn_;
+};
+
+// Rolls back the session's transaction, if any; a failure means the connection is gone anyway.
+void roll_back(pg::Link& link) noexcept {
+  if (!link.tx) return;
+  try {
+    link.tx->abort();
+    link.tx.reset();
+  } catch (...) {
+    link.drop();
+  }
+}
+
+// The commit function's answer: a result, or the refusal it stands for.
+CommitResult commit_answer(const Value& answer, const CommitRequest& req) {
+  if (auto it = answer.find("error"); it != answer.end()) {
+    const std::string error = it->get<std::string>();
+    if (error == "idempotency_key_reused")
+      throw IdempotencyKeyReusedError(req.idempotency_key.value_or(""));
+    if (error == "resource_not_found")
+      throw ResourceNotFoundError(answer.at("resource").get<std::string>());
+    if (error == "fence") {
+      detail::enforce_fence(answer.at("resource").get<std::string>(), req.agent_id,
+                            answer.at("high_water").get<Token>(), answer.at("token").get<Token>());
+      throw std::logic_error("statepact_commit refused a fence that the client accepts");
+    }
+    if (error == "conflict")
+      throw ConflictError(answer.at("resource").get<std::string>(),
+                          answer.at("key").get<std::string>(), answer.at("expected").get<Version>(),
+                          answer.at("found").get<Version>());
+    throw std::runtime_error("statepact_commit returned an unknown error: " + error);
+  }
+  CommitResult result;
+  for (const auto& [name, version] : answer.at("versions").items())
+    result.versions[name] = version.get<Version>();
+  result.replayed = answer.at("replayed").get<bool>();
+  return result;
+}
+
+std::string commit_body(const CommitRequest& req, milliseconds retention) {
+  Value body = Value::object();
+  body["resources"] = req.resources;
+  Value fences = Value::array();
+  for (const auto& f : req.fences) {
+    Value x = Value::object();
+    x["resource"] = f.resource;
+    x["token"] = f.token;
+    fences.push_back(std::move(x));
+  }
+  body["fences"] = std::move(fences);
+  Value checks = Value::array();
+  for (const auto& c : req.checks) {
+    Value x = Value::object();
+    x["resource"] = c.resource;
+    x["key"] = c.key;
+    x["expected"] = c.expected_version;
+    checks.push_back(std::move(x));
+  }
+  body["checks"] = std::move(checks);
+  Value writes = Value::array();
+  for (const auto& w : req.writes) {
+    Value x = Value::object();
+    x["resource"] = w.resource;
+    x["key"] = w.key;
+    if (w.value) x["value"] = *w.value;  // absent: erase
+    writes.push_back(std::move(x));
+  }
+  body["writes"] = std::move(writes);
+  if (req.idempotency_key) {
+    body["idempotency_key"] = *req.idempotency_key;
+    body["fingerprint"] = req.fingerprint;
+    body["retention_ms"] = retention.count();
+  }
+  return body.dump();
+}
+
+}  // namespace
+
+// ---- the implementation object ----------------------------------------------------------------
+
+class PostgresBackend::Impl {
+ public:
+  // A pessimistic session's own connection thread; reused by later sessions once idle.
+  struct SessionConn {
+    std::shared_ptr<pg::JobQueue> queue = std::make_shared<pg::JobQueue>();
+    std::shared_ptr<pg::CancelPoint> cancel = std::make_shared<pg::CancelPoint>();
+    std::unique_ptr<pg::Worker> worker;
+  };
+
+  Impl(asio::any_io_executor ex, std::string url, PostgresOptions o)
+      : executor(std::move(ex)),
+        options(std::move(o)),
+        shared(std::make_shared<pg::Shared>(pg::Settings{
+            with_connect_timeout(url, options.connect_timeout()), options.schema(),
+            options.application_name(), options.statement_timeout(), options.lock_timeout()})) {
+    for (std::size_t i = 0; i < options.pool_size(); ++i)
+      pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
+  }
+
+  ~Impl() {
+    pool_queue->close();
+    std::vector<std::shared_ptr<SessionConn>> sessions;
+    {
+      std::lock_guard guard(mu);
+      sessions = all_sessions;
+    }
+    for (auto& s : sessions) s->queue->close();
+    pool.clear();  // joins
+    for (auto& s : sessions) s->worker.reset();
+  }
+
+  std::shared_ptr<SessionConn> take_idle() {
+    std::lock_guard guard(mu);
+    if (!idle.empty()) {
+      auto sc = std::move(idle.back());
+      idle.pop_back();
+      return sc;
+    }
+    auto sc = std::make_shared<SessionConn>();
+    sc->worker = std::make_unique<pg::Worker>(sc->queue, shared);
+    all_sessions.push_back(sc);
+    return sc;
+  }
+
+  void give_back(std::shared_ptr<SessionConn> sc) {
+    std::lock_guard guard(mu);
+    idle.push_back(std::move(sc));
+  }
+
+  std::shared_ptr<SessionConn> find_open(SessionId id) {
+    std::lock_guard guard(mu);
+    auto it = open.find(id);
+    return it == open.end() ? nullptr : it->second;
+  }
+
+  std::shared_ptr<SessionConn> take_open(SessionId id) {
+    std::lock_guard guard(mu);
+    auto it = open.find(id);
+    if (it == open.end()) return nullptr;
+    auto sc = std::move(it->second);
+    open.erase(it);
+    return sc;
+  }
+
+  asio::any_io_executor executor;
+  PostgresOptions options;
+  std::shared_ptr<pg::Shared> shared;
+  std::shared_ptr<pg::JobQueue> pool_queue = std::make_shared<pg::JobQueue>();
+  std::vector<std::unique_ptr<pg::Worker>> pool;
+
+  mutable std::mutex mu;
+  std::vector<std::shared_ptr<SessionConn>> all_sessions;
+  std::vector<std::shared_ptr<SessionConn>> idle;
+  std::unordered_map<SessionId, std::shared_ptr<SessionConn>> open;
+  std::atomic<SessionId> next_session{0};
+  std::atomic<std::uint64_t> next_seq{0};
+};
+
+PostgresBackend::PostgresBackend(asio::any_io_executor ex, std::string url, PostgresOptions options)
+    : impl_(std::make_shared<Impl>(std::move(ex), std::move(url), std::move(options))) {}
+
+PostgresBackend::~PostgresBackend() = default;
+
+std::size_t PostgresBackend::open_sessions() const {
+  std::lock_guard guard(impl_->mu);
+  return impl_->open.size();
+}
+
+// ---- leases and fencing -----------------------------------------------------------------------
+
+asio::awaitable<Lease> PostgresBackend::acquire_lease(std::string resource, std::string owner,
+                                                      milliseconds ttl) {
+  detail::validate_name("resource name", resource);
+  detail::validate_name("owner", owner);
+  detail::validate_ttl(ttl);
+  auto job = [resource, owner, ttl](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& t) {
+          return t.exec_prepared(pg::stmt::acquire.name, resource, owner,
+                                 static_cast<long long>(ttl.count()));
+        });
+    const auto row = r.at(0);
+    Lease lease{resource, row[1].as<std::string>(), row[2].as<Token>(),
+                from_us(row[3].as<long long>()), milliseconds(row[4].as<long long>())};
+    if (row[0].as<std::string>() == "busy")
+      throw LeaseNotAvailableError(resource, owner, lease.owner, lease.token, lease.expires_at);
+    return lease;
+  };
+  co_return co_await pg::call<Lease>(*impl_->pool_queue, std::move(job));
+}
+
+asio::awaitable<Lease> PostgresBackend::renew_lease(Lease lease, std::optional<milliseconds> ttl) {
+  detail::validate_lease(lease);
+  const milliseconds t = ttl.value_or(lease.ttl);
+  detail::validate_ttl(t);
+  auto job = [lease, t](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::renew.name, lease.resource, lease.owner,
+                                 static_cast<long long>(lease.token),
+                                 static_cast<long long>(t.count()));
+        });
+    const auto row = r.at(0);
+    const std::string status = row[0].as<std::string>();
+    const Token high_water = row[1].as<Token>();
+    const char* reason = nullptr;
+    if (status == "none")
+      reason = "no lease exists";
+    else if (status == "superseded")
+      reason = "superseded by a newer token";
+    else if (status == "released")
+      reason = "lease was released";
+    else if (status == "expired")
+      reason = "lease expired before renewal";
+    if (reason) throw LeaseLostError(lease.resource, lease.owner, lease.token, high_water, reason);
+    return Lease{lease.resource, lease.owner, lease.token, from_us(row[2].as<long long>()),
+                 milliseconds(row[3].as<long long>())};
+  };
+  co_return co_await pg::call<Lease>(*impl_->pool_queue, std::move(job));
+}
+
+asio::awaitable<bool> PostgresBackend::release_lease(Lease lease) {
+  detail::validate_lease(lease);
+  auto job = [lease](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::release.name, lease.resource, lease.owner,
+                                 static_cast<long long>(lease.token));
+        });
+    return r.at(0)[0].as<bool>();
+  };
+  co_return co_await pg::call<bool>(*impl_->pool_queue, std::move(job));
+}
+
+asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
+  detail::validate_name("resource name", resource);
+  auto job = [resource](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::current_fence.name, resource);
+        });
+    return r.at(0)[0].as<Token>();
+  };
+  co_return co_await pg::call<Token>(*impl_->pool_queue, std::move(job));
+}
+
+// ---- state ------------------------------------------------------------------------------------
+
+asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state) {
+  detail::validate_name("resource name", name);
+  if (!initial_state.is_object())
+    throw InvalidArgumentError(
+        fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
+                    name, initial_state.type_name()));
+  for (const auto& [key, value] : initial_state.items()) detail::validate_name("key", key);
+  auto job = [name, state = initial_state.dump()](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::register_resource.name, name, state);
+        });
+    return r.at(0)[0].as<bool>();
+  };
+  co_return co_await pg::call<bool>(*impl_->pool_queue, std::move(job));
+}
+
+asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string key) {
+  detail::validate_name("resource name", resource);
+  detail::validate_name("key", key);
+  auto job = [resource, key](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::read.name, resource, key);
+        });
+    const auto row = r.at(0);
+    if (!row[0].as<bool>()) throw ResourceNotFoundError(resource);
+    return Entry{json_field(row[1]), row[2].as<Version>()};
+  };
+  co_return co_await pg::call<Entry>(*impl_->pool_queue, std::move(job));
+}
+
+asio::awaitable<std::vector<ResourceSnapshot>> PostgresBackend::snapshot(
+    std::vector<std::string> resources) {
+  for (const auto& r : resources) detail::validate_name("resource name", r);
+  auto job = [names = names_json(resources)](pg::Link& link) {
+    auto r = pg::autocommit(
+        link, pg::Outcome::nothing_applied, false,
+        [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::snapshot.name, names); });
+    std::vector<ResourceSnapshot> out;
+    bool fresh = true;  // rows of one resource come together, in the order asked
+    std::string last;
+    for (const auto& row : r) {
+      const std::string name = row[0].as<std::string>();
+      if (!row[1].as<bool>()) throw ResourceNotFoundError(name);
+      if (fresh || name != last) {
+        out.push_back(ResourceSnapshot{name, row[2].as<Version>(), {}});
+        last = name;
+        fresh = false;
+      }
+      if (!row[3].is_null())
+        out.back().entries[row[3].as<std::string>()] =
+            Entry{json_field(row[4]), row[5].as<Version>()};
+    }
+    return out;
+  };
+  co_return co_await pg::call<std::vector<ResourceSnapshot>>(*impl_->pool_queue, std::move(job));
+}
+
+// ---- sessions ---------------------------------------------------------------------------------
+
+asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::string> resources,
+                                                          Isolation isolation) {
+  for (const auto& r : resources) detail::validate_name("resource name", r);
+  const std::string names = names_json(resources);
+  auto check = [names](pqxx::transaction_base& t) {
+    auto r = t.exec_prepared(pg::stmt::missing.name, names);
+    if (!r.at(0)[0].is_null()) throw ResourceNotFoundError(r.at(0)[0].as<std::string>());
+  };
+  if (isolation != Isolation::pessimistic) {
+    auto job = [check](pg::Link& link) {
+      pg::autocommit(link, pg::Outcome::nothing_applied, false,
+                     [&](pqxx::nontransaction& n) { check(n); });
+      return 0;
+    };
+    co_await pg::call<int>(*impl_->pool_queue, std::move(job));
+    co_return ++impl_->next_session;
+  }
+  // Pessimistic: a connection of its own with a real transaction, held until commit or end.
+  auto sc = impl_->take_idle();
+  auto job = [check](pg::Link& link) {
+    pg::autocommit(link, pg::Outcome::nothing_applied, false,
+                   [&](pqxx::nontransaction& n) { check(n); });
+    try {
+      link.tx = std::make_unique<pqxx::work>(link.current());
+    } catch (const pqxx::broken_connection& e) {
+      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, false);
+    }
+    return 0;
+  };
+  try {
+    co_await pg::call<int>(*sc->queue, std::move(job));
+  } catch (...) {
+    impl_->give_back(sc);
+    throw;
+  }
+  const SessionId id = ++impl_->next_session;
+  {
+    std::lock_guard guard(impl_->mu);
+    impl_->open[id] = sc;
+  }
+  co_return id;
+}
+
+asio::awaitable<Entry> PostgresBackend::lock(SessionId session, std::string resource,
+                                             std::string key, LockMode mode, milliseconds timeout) {
+  detail::validate_name("resource name", resource);
+  detail::validate_name("key", key);
+  if (timeout <= milliseconds::zero()) throw InvalidArgumentError("lock timeout must be positive");
+  auto sc = impl_->find_open(session);
+  if (!sc)
+    throw UsageError(
+        fmt::format("lock() on session {}, which is not an open pessimistic session", session));
+  const std::uint64_t seq = ++impl_->next_seq;
+  const long long deadlock_ms =
+      impl_->options.deadlock_timeout() ? impl_->options.deadlock_timeout()->count() : -1;
+  auto job = [resource, key, mode, timeout, deadlock_ms, seq, cancel = sc->cancel](pg::Link& link) {
+    if (!link.tx)
+      throw BackendUnavailableError(
+          "the session's transaction is gone (its connection failed or a statement failed); start "
+          "a new session");
+    pqxx::result r;
+    cancel->arm(link.current(), seq);
+    try {
+      r = link.tx->exec_prepared(pg::stmt::lock.name, resource, key, mode == LockMode::exclusive,
+                                 static_cast<long long>(timeout.count()), deadlock_ms);
+      cancel->disarm();
+    } catch (const pqxx::broken_connection& e) {
+      cancel->disarm();
+      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, false);
+    } catch (const pqxx::sql_error& e) {
+      cancel->disarm();
+      roll_back(link);
+      pg::sql_failed(link, e, pg::Outcome::nothing_applied, false);
+    } catch (...) {
+      cancel->disarm();
+      roll_back(link);
+      throw;
+    }
+    const auto row = r.at(0);
+    const std::string status = row[0].as<std::string>();
+    if (status == "ok" || status == "missing")
+      return Entry{json_field(row[1]), row[2].as<Version>()};
+    if (status == "not_found") throw ResourceNotFoundError(resource);
+    if (status == "deadlock")
+      throw DeadlockError(fmt::format(
+          "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
+          mode_name(mode), resource, key));
+    if (status == "cancelled" && cancel->cancelled(seq))
+      throw std::system_error(make_error_code(asio::error::operation_aborted),
+                              "lock wait cancelled");
+    // "timeout", or "cancelled" by statement_timeout.
+    throw LockTimeoutError(
+        fmt::format("timed out after {} ms waiting for a {} lock on resource '{}' key '{}'",
+                    timeout.count(), mode_name(mode), resource, key));
+  };
+  co_return co_await pg::call<Entry>(*sc->queue, std::move(job), sc->cancel, seq);
+}
+
+void PostgresBackend::end_session(SessionId session) noexcept {
+  try {
+    auto sc = impl_->take_open(session);
+    if (!sc) return;  // not pessimistic, or already committed
+    // Never waits: the rollback runs on the session's own thread, which then offers the
+    // connection to the next session.
+    Impl* impl = impl_.get();
+    sc->queue->push(std::make_unique<DetachedJob>([impl, sc](pg::Link& link) {
+      roll_back(link);
+      impl->give_back(sc);
+    }));
+  } catch (...) {
+    // Out of memory: the transaction stays open until the backend closes its connection.
+  }
+}
+
+asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
+  detail::validate_name("agent id", req.agent_id);
+  if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
+  for (const auto& w : req.writes) detail::validate_name("key", w.key);
+  std::string body = commit_body(req, impl_->options.idempotency_retention());
+  const bool has_key = req.idempotency_key.has_value();
+  auto sc = impl_->take_open(req.session);
+  if (!sc) {
+    auto job = [body = std::move(body), req = std::move(req), has_key](pg::Link& link) {
+      auto r = pg::autocommit(
+          link, pg::Outcome::commit_unknown, has_key,
+          [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::commit.name, body); });
+      return commit_answer(Value::parse(r.at(0)[0].c_str()), req);
+    };
+    co_return co_await pg::call<CommitResult>(*impl_->pool_queue, std::move(job));
+  }
+  // A pessimistic session: the commit function runs in the session's transaction, then COMMIT
+  // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.
+  Impl* impl = impl_.get();
+  auto job = [body = std::move(body), req = std::move(req), has_key, impl, sc](pg::Link& link) {
+    struct GiveBack {
+      Impl* impl;
+      std::shared_ptr<Impl::SessionConn> sc;
+      ~GiveBack() { impl->give_back(sc); }
+    } give_back{impl, sc};
+    if (!link.tx)
+      throw BackendUnavailableError(
+          "the session's transaction is gone (its connection failed or a statement failed); "
+          "nothing was committed");
+    Value answer;
+    try {
+      answer = Value::parse(link.tx->exec_prepared(pg::stmt::commit.name, body).at(0)[0].c_str());
+    } catch (const pqxx::broken_connection& e) {
+      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, has_key);
+    } catch (const pqxx::sql_error& e) {
+      roll_back(link);
+      pg::sql_failed(link, e, pg::Outcome::nothing_applied, has_key);
+    }
+    CommitResult result;
+    try {
+      result = commit_answer(answer, req);
+    } catch (...) {
+      roll_back(link);
+      throw;
+    }
+    try {
+      link.tx->commit();
+      link.tx.reset();
+    } catch (const pqxx::in_doubt_error& e) {
+      pg::connection_lost(link, e.what(), pg::Outcome::commit_unknown, has_key);
+    } catch (const pqxx::broken_connection& e) {
+      pg::connection_lost(link, e.what(), pg::Outcome::commit_unknown, has_key);
+    } catch (const pqxx::sql_error& e) {
+      roll_back(link);
+      pg::sql_failed(link, e, pg::Outcome::nothing_applied, has_key);
+    }
+    return result;
+  };
+  co_return co_await pg::call<CommitResult>(*sc->queue, std::move(job));
+}
+
+}  // namespace statepact

@@ -1,0 +1,64 @@
+// One thread's PostgreSQL connection: made on first use, set up (timeouts, search_path, prepared
+// statements, the schema migration once per backend) and replaced when it is found dead. Used
+// only by the thread that owns it.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include <statepact/types.hpp>
+
+namespace statepact::detail::pg {
+
+struct Settings {
+  std::string conninfo;  // with connect_timeout added
+  std::string schema;
+  std::string application_name;
+  milliseconds statement_timeout{0};
+  milliseconds lock_timeout{0};
+};
+
+// What all connections of one backend share: settings, and whether the schema is migrated.
+class Shared {
+ public:
+  explicit Shared(Settings s) : settings_(std::move(s)) {}
+  const Settings& settings() const { return settings_; }
+  // Runs the migration on `conn` unless an earlier connection already did.
+  void ensure_migrated(pqxx::connection& conn);
+
+ private:
+  Settings settings_;
+  std::mutex mu_;
+  bool migrated_ = false;
+};
+
+class Link {
+ public:
+  explicit Link(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+
+  // A connection believed alive, connecting if needed. Throws BackendUnavailableError when it
+  // cannot connect: nothing has been sent then.
+  pqxx::connection& connection();
+  // Forgets the connection (after it broke), so the next call connects afresh.
+  void drop() noexcept;
+  bool connected() const { return conn_ != nullptr; }
+  // The connection an open session transaction runs on (never replaced while `tx` is open).
+  pqxx::connection& current() { return *conn_; }
+
+  // A pessimistic session's transaction on this connection, if one is open.
+  std::unique_ptr<pqxx::work> tx;
+
+ private:
+  void connect();
+  // An idle connection has nothing to read unless the server is closing it (terminated backend,
+  // restart): such a connection is replaced before a statement is sent on it.
+  bool looks_dead() const;
+
+  std::shared_ptr<Shared> shared_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+}  // namespace statepact::detail::pg

@@ -1,0 +1,63 @@
+#include "migrate.hpp"
+
+#include <fmt/format.h>
+
+#include "schema_sql.hpp"
+
+namespace statepact::detail::pg {
+
+namespace {
+
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Append only: a released version is never edited, a change is a new version.
+constexpr Migration migrations[] = {{1, schema_v1_sql}};
+
+// Distinct from the lease (one bigint key) and idempotency (1936745331) advisory locks.
+constexpr int migration_lock_class = 1936745332;
+
+}  // namespace
+
+void migrate(pqxx::connection& conn, const std::string& schema) {
+  {
+    pqxx::nontransaction n(conn);
+    n.exec_params("SELECT pg_advisory_lock($1, hashtext($2))", migration_lock_class, schema);
+  }
+  auto unlock = [&] {
+    pqxx::nontransaction n(conn);
+    n.exec_params("SELECT pg_advisory_unlock($1, hashtext($2))", migration_lock_class, schema);
+  };
+  try {
+    pqxx::work w(conn);
+    const std::string s = conn.quote_name(schema);
+    w.exec("CREATE SCHEMA IF NOT EXISTS " + s);
+    w.exec(fmt::format(
+        "CREATE TABLE IF NOT EXISTS {}.statepact_schema_version (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())",
+        s));
+    const int current =
+        w.exec(fmt::format("SELECT coalesce(max(version), 0) FROM {}.statepact_schema_version", s))
+            .at(0)
+            .at(0)
+            .as<int>();
+    for (const auto& m : migrations) {
+      if (m.version <= current) continue;
+      w.exec(m.sql);
+      w.exec_params(fmt::format("INSERT INTO {}.statepact_schema_version (version) VALUES ($1)", s),
+                    m.version);
+    }
+    w.commit();
+  } catch (...) {
+    try {
+      unlock();
+    } catch (...) {
+    }
+    throw;
+  }
+  unlock();
+}
+
+}  // namespace statepact::detail::pg

@@ -1,0 +1,64 @@
+#include <fmt/format.h>
+
+#include <statepact/backends/postgres.hpp>
+#include <statepact/detail/validate.hpp>
+#include <statepact/errors.hpp>
+
+namespace statepact {
+
+namespace {
+void require_positive(const char* what, milliseconds d) {
+  if (d <= milliseconds::zero())
+    throw InvalidArgumentError(fmt::format("{} must be positive, got {} ms", what, d.count()));
+}
+}  // namespace
+
+PostgresOptions& PostgresOptions::pool_size(std::size_t n) {
+  if (n == 0) throw InvalidArgumentError("pool size must be at least 1");
+  pool_size_ = n;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::schema(std::string name) {
+  detail::validate_name("schema name", name);
+  schema_ = std::move(name);
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::statement_timeout(milliseconds d) {
+  require_positive("statement timeout", d);
+  statement_timeout_ = d;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::lock_timeout(milliseconds d) {
+  require_positive("lock timeout", d);
+  lock_timeout_ = d;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::deadlock_timeout(milliseconds d) {
+  require_positive("deadlock timeout", d);
+  deadlock_timeout_ = d;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::connect_timeout(milliseconds d) {
+  require_positive("connect timeout", d);
+  connect_timeout_ = d;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::idempotency_retention(milliseconds d) {
+  require_positive("idempotency retention", d);
+  retention_ = d;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::application_name(std::string name) {
+  detail::validate_name("application name", name);
+  application_name_ = std::move(name);
+  return *this;
+}
+
+}  // namespace statepact

@@ -1,0 +1,25 @@
+# The PostgreSQL backend's tests: they need a server, found through STATEPACT_TEST_POSTGRES_URL
+# (the test script starts one with scripts/servers/postgres.sh).
+add_executable(statepact_conformance_postgres
+  conformance/postgres_leases_test.cpp
+  conformance/postgres_hold_test.cpp
+  conformance/postgres_sessions_test.cpp)
+target_link_libraries(statepact_conformance_postgres PRIVATE statepact::postgres
+  Catch2::Catch2WithMain)
+statepact_test_target(statepact_conformance_postgres)
+catch_discover_tests(statepact_conformance_postgres TEST_PREFIX "postgres: ")
+
+# Integration tests against the same server: connection loss, unknown commits, literal names,
+# and a restart of a private second server.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(STATEPACT_TEST_PQXX REQUIRED IMPORTED_TARGET libpqxx)
+add_executable(statepact_integration_postgres
+  integration/postgres_names_test.cpp
+  integration/postgres_recovery_test.cpp
+  integration/postgres_restart_test.cpp)
+target_link_libraries(statepact_integration_postgres PRIVATE statepact::postgres
+  PkgConfig::STATEPACT_TEST_PQXX Catch2::Catch2WithMain)
+target_compile_definitions(statepact_integration_postgres PRIVATE
+  STATEPACT_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STATEPACT_BINARY_DIR="${PROJECT_BINARY_DIR}")
+statepact_test_target(statepact_integration_postgres)
+catch_discover_tests(statepact_integration_postgres TEST_PREFIX "postgres: ")
