@@ -83,11 +83,12 @@ std::exception_ptr unavailable(const std::string& what) {
 
 RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
                                  std::chrono::milliseconds command_timeout,
-                                 std::chrono::milliseconds connect_timeout)
+                                 std::chrono::milliseconds connect_timeout, std::string client_name)
     : strand_(asio::make_strand(std::move(ex))),
       url_(std::move(url)),
       command_timeout_(command_timeout),
-      connect_timeout_(connect_timeout) {}
+      connect_timeout_(connect_timeout),
+      client_name_(std::move(client_name)) {}
 
 RedisConnection::~RedisConnection() = default;
 
@@ -207,6 +208,11 @@ void RedisConnection::open() {
     const char* argv[] = {"SELECT", db.c_str()};
     const std::size_t lens[] = {6, db.size()};
     redisAsyncCommandArgv(ac, nullptr, nullptr, 2, argv, lens);
+  }
+  if (!client_name_.empty()) {
+    const char* argv[] = {"CLIENT", "SETNAME", client_name_.c_str()};
+    const std::size_t lens[] = {6, 7, client_name_.size()};
+    redisAsyncCommandArgv(ac, nullptr, nullptr, 3, argv, lens);
   }
 }
 

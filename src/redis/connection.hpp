@@ -25,7 +25,7 @@ enum class CommandKind { plain, commit, commit_idempotent };
 class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
   RedisConnection(asio::any_io_executor ex, RedisUrl url, std::chrono::milliseconds command_timeout,
-                  std::chrono::milliseconds connect_timeout);
+                  std::chrono::milliseconds connect_timeout, std::string client_name);
   ~RedisConnection();
 
   // Sends one command. Error replies are returned, not thrown; a lost connection or a missed
@@ -63,6 +63,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   asio::strand<asio::any_io_executor> strand_;
   RedisUrl url_;
   std::chrono::milliseconds command_timeout_, connect_timeout_;
+  std::string client_name_;  // empty: no CLIENT SETNAME
   // Only touched on the strand.
   std::shared_ptr<Link> link_;
   bool closing_ = false;

@@ -62,8 +62,8 @@ RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOpti
     : options(std::move(opts)),
       keys(options.key_prefix()),
       conn_(std::make_shared<RedisConnection>(std::move(ex), parse_redis_url(url),
-                                              options.command_timeout(),
-                                              options.connect_timeout())),
+                                              options.command_timeout(), options.connect_timeout(),
+                                              options.client_name())),
       instance_(random_instance_id()) {}
 
 asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args) {

@@ -53,7 +53,18 @@ class RedisOptions {
     return *this;
   }
 
+  // Sent as CLIENT SETNAME on every connection, so operators (and tests) can find it in CLIENT
+  // LIST.
+  RedisOptions& client_name(std::string name) {
+    for (unsigned char c : name)
+      if (c <= 0x20 || c >= 0x7F)
+        throw InvalidArgumentError("redis client name must be printable ASCII without spaces");
+    client_name_ = std::move(name);
+    return *this;
+  }
+
   const std::string& key_prefix() const { return prefix_; }
+  const std::string& client_name() const { return client_name_; }
   milliseconds command_timeout() const { return command_timeout_; }
   milliseconds connect_timeout() const { return connect_timeout_; }
   milliseconds idempotency_retention() const { return retention_; }
@@ -66,6 +77,7 @@ class RedisOptions {
   }
 
   std::string prefix_ = "statepact";
+  std::string client_name_;
   milliseconds command_timeout_{5000};
   milliseconds connect_timeout_{2000};
   milliseconds retention_ = std::chrono::hours(24);
