@@ -6,3 +6,14 @@ add_executable(statepact_conformance_redis
 target_link_libraries(statepact_conformance_redis PRIVATE statepact::redis Catch2::Catch2WithMain)
 statepact_test_target(statepact_conformance_redis)
 catch_discover_tests(statepact_conformance_redis TEST_PREFIX "redis: ")
+
+# Integration tests: what only a real server shows (connection loss, name encoding).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS_TEST REQUIRED IMPORTED_TARGET hiredis)
+add_executable(statepact_integration_redis
+  integration/redis_reconnect_test.cpp
+  integration/redis_names_test.cpp)
+target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgConfig::HIREDIS_TEST
+  Catch2::Catch2WithMain)
+statepact_test_target(statepact_integration_redis)
+catch_discover_tests(statepact_integration_redis TEST_PREFIX "redis integration: ")
