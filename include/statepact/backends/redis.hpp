@@ -1,0 +1,125 @@
+// RedisBackend: leases, fencing and sessions in a Redis server, over one pipelined connection
+// driven by Asio. Pimpl: no hiredis type or header here. docs/backends/redis.md has the key layout.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+
+#include <statepact/backend.hpp>
+#include <statepact/commit_request.hpp>
+#include <statepact/errors.hpp>
+#include <statepact/types.hpp>
+
+namespace statepact {
+
+class RedisOptions {
+ public:
+  RedisOptions() = default;
+
+  // Prepended to every key; must not contain '{' or '}' (they would break the hash tags).
+  RedisOptions& key_prefix(std::string prefix) {
+    if (prefix.empty() || prefix.find_first_of("{}") != std::string::npos)
+      throw InvalidArgumentError("redis key prefix must be non-empty and contain no '{' or '}'");
+    prefix_ = std::move(prefix);
+    return *this;
+  }
+  // Deadline of each command; a connection whose reply is late is dropped and replaced.
+  RedisOptions& command_timeout(milliseconds d) {
+    positive(d, "command timeout");
+    command_timeout_ = d;
+    return *this;
+  }
+  RedisOptions& connect_timeout(milliseconds d) {
+    positive(d, "connect timeout");
+    connect_timeout_ = d;
+    return *this;
+  }
+  // How long an idempotency record is kept (Redis key expiry purges it).
+  RedisOptions& idempotency_retention(milliseconds d) {
+    positive(d, "idempotency retention");
+    retention_ = d;
+    return *this;
+  }
+  // How long a pessimistic lock record outlives its last grant, so a crashed client's locks go.
+  RedisOptions& lock_record_ttl(milliseconds d) {
+    positive(d, "lock record ttl");
+    lock_ttl_ = d;
+    return *this;
+  }
+
+  // Sent as CLIENT SETNAME on every connection, so operators (and tests) can find it in CLIENT
+  // LIST.
+  RedisOptions& client_name(std::string name) {
+    for (unsigned char c : name)
+      if (c <= 0x20 || c >= 0x7F)
+        throw InvalidArgumentError("redis client name must be printable ASCII without spaces");
+    client_name_ = std::move(name);
+    return *this;
+  }
+
+  const std::string& key_prefix() const { return prefix_; }
+  const std::string& client_name() const { return client_name_; }
+  milliseconds command_timeout() const { return command_timeout_; }
+  milliseconds connect_timeout() const { return connect_timeout_; }
+  milliseconds idempotency_retention() const { return retention_; }
+  milliseconds lock_record_ttl() const { return lock_ttl_; }
+
+ private:
+  static void positive(milliseconds d, const char* what) {
+    if (d <= milliseconds::zero())
+      throw InvalidArgumentError(std::string(what) + " must be positive");
+  }
+
+  std::string prefix_ = "statepact";
+  std::string client_name_;
+  milliseconds command_timeout_{5000};
+  milliseconds connect_timeout_{2000};
+  milliseconds retention_ = std::chrono::hours(24);
+  milliseconds lock_ttl_{60000};
+};
+
+namespace detail {
+class RedisImpl;
+}
+
+class RedisBackend {
+ public:
+  // url: redis://[[user]:password@]host[:port][/db] or unix:///path/to/socket. Connects on first
+  // use and again after a lost connection.
+  RedisBackend(asio::any_io_executor ex, std::string url, RedisOptions options = RedisOptions());
+  ~RedisBackend();
+  RedisBackend(const RedisBackend&) = delete;
+  RedisBackend& operator=(const RedisBackend&) = delete;
+
+  // ---- leases and fencing -------------------------------------------------------------------
+  asio::awaitable<Lease> acquire_lease(std::string resource, std::string owner,
+                                       milliseconds ttl = std::chrono::seconds(30));
+  asio::awaitable<Lease> renew_lease(Lease lease, std::optional<milliseconds> ttl = std::nullopt);
+  asio::awaitable<bool> release_lease(Lease lease);
+  asio::awaitable<Token> current_fence(std::string resource);
+
+  // ---- state ---------------------------------------------------------------------------------
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object());
+  asio::awaitable<Entry> read(std::string resource, std::string key);
+  asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources);
+
+  // ---- sessions ------------------------------------------------------------------------------
+  asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation isolation);
+  asio::awaitable<Entry> lock(SessionId session, std::string resource, std::string key,
+                              LockMode mode, milliseconds timeout);
+  void end_session(SessionId session) noexcept;
+  asio::awaitable<CommitResult> commit(CommitRequest req);
+
+ private:
+  std::shared_ptr<detail::RedisImpl> impl_;
+};
+
+static_assert(Backend<RedisBackend>);
+
+}  // namespace statepact

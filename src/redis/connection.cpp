@@ -1,0 +1,338 @@
+#include "connection.hpp"
+
+#include <functional>
+
+#include <asio/async_result.hpp>
+#include <asio/execution/outstanding_work.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/post.hpp>
+#include <asio/prefer.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include <statepact/errors.hpp>
+
+namespace statepact::detail {
+
+// One hiredis context and the descriptor Asio watches for it. While hiredis owns the context, the
+// link keeps its connection alive (`owner`); hiredis's cleanup hook ends that.
+struct RedisConnection::Link : std::enable_shared_from_this<Link> {
+  explicit Link(const asio::strand<asio::any_io_executor>& s) : sd(s), connect_timer(s) {}
+
+  std::shared_ptr<RedisConnection> owner;
+  redisAsyncContext* ac = nullptr;
+  asio::posix::stream_descriptor sd;
+  asio::steady_timer connect_timer;
+  bool alive = true;       // hiredis still has the context
+  bool connected = false;  // the TCP/unix connect completed: anything queued may have been sent
+  bool reading = false, writing = false, read_armed = false, write_armed = false;
+  std::string error;
+};
+
+struct RedisConnection::Request {
+  explicit Request(const asio::strand<asio::any_io_executor>& s) : timer(s) {}
+
+  std::shared_ptr<RedisConnection> owner;
+  std::function<void(std::exception_ptr, RedisReply)> done;
+  asio::steady_timer timer;
+  std::shared_ptr<Link> link;
+  CommandKind kind = CommandKind::plain;
+  bool finished = false;
+};
+
+namespace {
+
+RedisReply convert(const redisReply* r) {
+  RedisReply out;
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+      out.type = RedisReply::Type::string;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = RedisReply::Type::status;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = RedisReply::Type::error;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.type = RedisReply::Type::integer;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = RedisReply::Type::array;
+      out.elements.reserve(r->elements);
+      for (std::size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
+      break;
+    default:
+      out.type = RedisReply::Type::nil;
+  }
+  return out;
+}
+
+std::exception_ptr unavailable(const std::string& what) {
+  return std::make_exception_ptr(BackendUnavailableError("redis: " + what));
+}
+
+}  // namespace
+
+RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
+                                 std::chrono::milliseconds command_timeout,
+                                 std::chrono::milliseconds connect_timeout, std::string client_name)
+    : strand_(asio::make_strand(std::move(ex))),
+      url_(std::move(url)),
+      command_timeout_(command_timeout),
+      connect_timeout_(connect_timeout),
+      client_name_(std::move(client_name)) {}
+
+RedisConnection::~RedisConnection() = default;
+
+asio::awaitable<RedisReply> RedisConnection::call(std::vector<std::string> args, CommandKind kind) {
+  auto self = shared_from_this();
+  auto initiation = [self, kind](auto handler, std::vector<std::string> a) {
+    using Handler = decltype(handler);
+    auto h = std::make_shared<Handler>(std::move(handler));
+    // The caller's executor, tracked so its io_context keeps running until we complete.
+    asio::any_io_executor target = asio::prefer(asio::get_associated_executor(*h, self->strand_),
+                                                asio::execution::outstanding_work.tracked);
+    auto req = std::make_shared<Request>(self->strand_);
+    req->owner = self;
+    req->kind = kind;
+    req->done = [h, target](std::exception_ptr e, RedisReply r) {
+      asio::post(target, [h, e, r = std::move(r)]() mutable { (*h)(e, std::move(r)); });
+    };
+    asio::post(self->strand_,
+               [self, req, a = std::move(a)]() mutable { self->start(req, std::move(a)); });
+  };
+  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                          void(std::exception_ptr, RedisReply)>(
+      initiation, asio::use_awaitable, std::move(args));
+}
+
+void RedisConnection::close() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->closing_ = true;
+    if (!self->link_ || !self->link_->alive) return;
+    // Graceful when connected: hiredis frees the context once the pending replies arrived.
+    if (self->link_->connected)
+      redisAsyncDisconnect(self->link_->ac);
+    else
+      redisAsyncFree(self->link_->ac);
+  });
+}
+
+void RedisConnection::start(const std::shared_ptr<Request>& req, std::vector<std::string> args) {
+  if (closing_) return complete(*req, unavailable("the backend is shutting down"), {});
+  if (!link_) open();
+  if (!link_) return complete(*req, unavailable("cannot connect: " + open_error_), {});
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  argv.reserve(args.size());
+  lens.reserve(args.size());
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* holder = new std::shared_ptr<Request>(req);
+  if (redisAsyncCommandArgv(link_->ac, &RedisConnection::on_reply, holder,
+                            static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
+    delete holder;
+    return complete(*req, unavailable("the connection is closing"), {});
+  }
+  req->link = link_;
+  req->timer.expires_after(command_timeout_);
+  req->timer.async_wait([req](std::error_code ec) {
+    if (!ec) on_timeout(req);
+  });
+}
+
+void RedisConnection::open() {
+  redisAsyncContext* ac = url_.unix_path.empty() ? redisAsyncConnect(url_.host.c_str(), url_.port)
+                                                 : redisAsyncConnectUnix(url_.unix_path.c_str());
+  if (!ac) {
+    open_error_ = "out of memory";
+    return;
+  }
+  if (ac->err) {
+    open_error_ = ac->errstr;
+    redisAsyncFree(ac);
+    return;
+  }
+  auto link = std::make_shared<Link>(strand_);
+  std::error_code ec;
+  link->sd.assign(ac->c.fd, ec);
+  if (ec) {
+    open_error_ = ec.message();
+    redisAsyncFree(ac);
+    return;
+  }
+  link->ac = ac;
+  link->owner = shared_from_this();
+  ac->data = link.get();
+  ac->ev.data = link.get();
+  ac->ev.addRead = &RedisConnection::ev_add_read;
+  ac->ev.delRead = &RedisConnection::ev_del_read;
+  ac->ev.addWrite = &RedisConnection::ev_add_write;
+  ac->ev.delWrite = &RedisConnection::ev_del_write;
+  ac->ev.cleanup = &RedisConnection::ev_cleanup;
+  redisAsyncSetConnectCallback(ac, &RedisConnection::on_connect);
+  redisAsyncSetDisconnectCallback(ac, &RedisConnection::on_disconnect);
+  link_ = link;
+  // hiredis learns that a non-blocking connect finished from writability: watch for it now, or
+  // an idle connection never completes its connect.
+  ev_add_write(link.get());
+  link->connect_timer.expires_after(connect_timeout_);
+  link->connect_timer.async_wait([link](std::error_code e) {
+    if (e || !link->alive || link->connected) return;
+    link->error = "connect timed out";
+    redisAsyncFree(link->ac);
+  });
+  // Queued before any user command, so they run first on this connection.
+  if (!url_.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!url_.user.empty()) auth.push_back(url_.user);
+    auth.push_back(url_.password);
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : auth) argv.push_back(a.data()), lens.push_back(a.size());
+    redisAsyncCommandArgv(ac, nullptr, nullptr, static_cast<int>(argv.size()), argv.data(),
+                          lens.data());
+  }
+  if (url_.db != 0) {
+    std::string db = std::to_string(url_.db);
+    const char* argv[] = {"SELECT", db.c_str()};
+    const std::size_t lens[] = {6, db.size()};
+    redisAsyncCommandArgv(ac, nullptr, nullptr, 2, argv, lens);
+  }
+  if (!client_name_.empty()) {
+    const char* argv[] = {"CLIENT", "SETNAME", client_name_.c_str()};
+    const std::size_t lens[] = {6, 7, client_name_.size()};
+    redisAsyncCommandArgv(ac, nullptr, nullptr, 3, argv, lens);
+  }
+}
+
+void RedisConnection::complete(Request& req, std::exception_ptr error, RedisReply reply) {
+  if (req.finished) return;
+  req.finished = true;
+  req.timer.cancel();
+  auto done = std::move(req.done);
+  done(error, std::move(reply));
+}
+
+std::exception_ptr RedisConnection::lost_error(const Request& req, const Link& link) {
+  const std::string why = link.error.empty() ? "connection closed" : link.error;
+  if (!link.connected) return unavailable("could not connect: " + why);
+  if (req.kind != CommandKind::plain)
+    return std::make_exception_ptr(CommitUnknownError(
+        "redis: connection lost after the commit was sent (" + why + "); it may have been applied",
+        req.kind == CommandKind::commit_idempotent));
+  return unavailable("connection lost: " + why);
+}
+
+void RedisConnection::on_timeout(const std::shared_ptr<Request>& req) {
+  if (req->finished) return;
+  auto link = req->link;
+  const auto ms = req->owner->command_timeout_.count();
+  std::exception_ptr error;
+  if (req->kind != CommandKind::plain && link->connected)
+    error = std::make_exception_ptr(CommitUnknownError(
+        fmt::format("redis: no reply to the commit within {} ms; it may have been applied", ms),
+        req->kind == CommandKind::commit_idempotent));
+  else
+    error = unavailable(fmt::format("no reply within {} ms", ms));
+  complete(*req, error, {});
+  // The late reply would sit in front of every later one: drop the connection; the next command
+  // opens a fresh one, so replies are never matched to the wrong request.
+  if (link->alive) {
+    link->error = "a reply was late; connection dropped";
+    redisAsyncFree(link->ac);
+  }
+}
+
+void RedisConnection::on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
+  std::unique_ptr<std::shared_ptr<Request>> holder(
+      static_cast<std::shared_ptr<Request>*>(privdata));
+  Request& req = **holder;
+  if (reply) return complete(req, nullptr, convert(static_cast<redisReply*>(reply)));
+  // hiredis runs the pending callbacks before its disconnect callback: take the reason here.
+  if (req.link->error.empty() && ac->err) req.link->error = ac->errstr;
+  complete(req, lost_error(req, *req.link), {});
+}
+
+void RedisConnection::on_connect(const redisAsyncContext* ac, int status) {
+  auto* link = static_cast<Link*>(ac->data);
+  if (status == REDIS_OK) {
+    link->connected = true;
+    link->connect_timer.cancel();
+  } else {
+    link->error = ac->errstr;
+  }
+}
+
+void RedisConnection::on_disconnect(const redisAsyncContext* ac, int status) {
+  auto* link = static_cast<Link*>(ac->data);
+  if (status != REDIS_OK && link->error.empty()) link->error = ac->errstr;
+}
+
+void RedisConnection::ev_add_read(void* data) {
+  auto* link = static_cast<Link*>(data);
+  link->reading = true;
+  arm_read(link->shared_from_this());
+}
+
+void RedisConnection::ev_del_read(void* data) {
+  static_cast<Link*>(data)->reading = false;
+}
+
+void RedisConnection::ev_add_write(void* data) {
+  auto* link = static_cast<Link*>(data);
+  link->writing = true;
+  arm_write(link->shared_from_this());
+}
+
+void RedisConnection::ev_del_write(void* data) {
+  static_cast<Link*>(data)->writing = false;
+}
+
+void RedisConnection::ev_cleanup(void* data) {
+  auto link = static_cast<Link*>(data)->shared_from_this();
+  link->alive = false;
+  link->ac = nullptr;
+  link->reading = link->writing = false;
+  link->connect_timer.cancel();
+  // hiredis closes the descriptor itself.
+  link->sd.release();
+  auto owner = link->owner;
+  if (owner && owner->link_ == link) owner->link_.reset();
+  // Dropping the owner may destroy the connection: not while hiredis is still on the stack.
+  asio::post(owner->strand_, [link] { link->owner.reset(); });
+}
+
+void RedisConnection::arm_read(const std::shared_ptr<Link>& link) {
+  if (link->read_armed || !link->alive) return;
+  link->read_armed = true;
+  link->sd.async_wait(asio::posix::descriptor_base::wait_read, [link](std::error_code ec) {
+    link->read_armed = false;
+    if (ec || !link->alive || !link->reading) return;
+    redisAsyncHandleRead(link->ac);
+    if (link->alive && link->reading) arm_read(link);
+  });
+}
+
+void RedisConnection::arm_write(const std::shared_ptr<Link>& link) {
+  if (link->write_armed || !link->alive) return;
+  link->write_armed = true;
+  link->sd.async_wait(asio::posix::descriptor_base::wait_write, [link](std::error_code ec) {
+    link->write_armed = false;
+    if (ec || !link->alive || !link->writing) return;
+    redisAsyncHandleWrite(link->ac);
+    if (link->alive && link->writing) arm_write(link);
+  });
+}
+
+}  // namespace statepact::detail

@@ -1,0 +1,73 @@
+// One hiredis async connection driven by Asio: commands are pipelined, each has a deadline, the
+// connection is opened on first use and replaced after a loss or a late reply. All hiredis access
+// happens on one strand; each call completes on its caller's executor.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/strand.hpp>
+
+#include "reply.hpp"
+#include "url.hpp"
+
+struct redisAsyncContext;  // hiredis, private to connection.cpp
+
+namespace statepact::detail {
+
+// How a lost reply is reported: a commit may have been applied, anything else is "unavailable".
+enum class CommandKind { plain, commit, commit_idempotent };
+
+class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
+ public:
+  RedisConnection(asio::any_io_executor ex, RedisUrl url, std::chrono::milliseconds command_timeout,
+                  std::chrono::milliseconds connect_timeout, std::string client_name);
+  ~RedisConnection();
+
+  // Sends one command. Error replies are returned, not thrown; a lost connection or a missed
+  // deadline throws BackendUnavailableError or (for commits) CommitUnknownError.
+  asio::awaitable<RedisReply> call(std::vector<std::string> args,
+                                   CommandKind kind = CommandKind::plain);
+
+  // Stops accepting commands; replies already on the way are still delivered.
+  void close();
+
+  const asio::strand<asio::any_io_executor>& strand() const { return strand_; }
+
+ private:
+  struct Link;
+  struct Request;
+
+  void start(const std::shared_ptr<Request>& req, std::vector<std::string> args);
+  void open();
+  static void complete(Request& req, std::exception_ptr error, RedisReply reply);
+  static std::exception_ptr lost_error(const Request& req, const Link& link);
+  static void on_timeout(const std::shared_ptr<Request>& req);
+
+  // hiredis callbacks and event hooks.
+  static void on_reply(::redisAsyncContext* ac, void* reply, void* privdata);
+  static void on_connect(const ::redisAsyncContext* ac, int status);
+  static void on_disconnect(const ::redisAsyncContext* ac, int status);
+  static void ev_add_read(void* data);
+  static void ev_del_read(void* data);
+  static void ev_add_write(void* data);
+  static void ev_del_write(void* data);
+  static void ev_cleanup(void* data);
+  static void arm_read(const std::shared_ptr<Link>& link);
+  static void arm_write(const std::shared_ptr<Link>& link);
+
+  asio::strand<asio::any_io_executor> strand_;
+  RedisUrl url_;
+  std::chrono::milliseconds command_timeout_, connect_timeout_;
+  std::string client_name_;  // empty: no CLIENT SETNAME
+  // Only touched on the strand.
+  std::shared_ptr<Link> link_;
+  bool closing_ = false;
+  std::string open_error_;
+};
+
+}  // namespace statepact::detail

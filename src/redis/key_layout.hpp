@@ -1,0 +1,58 @@
+// Where everything lives in Redis. Resource names, keys and idempotency keys are hex-encoded
+// inside the key names, so no name can collide with another or break a hash tag, whatever bytes
+// it holds ('{', '}', ':', spaces, unicode). The encoded resource is the hash tag: every key of a
+// resource (lease, fence, version, state, locks) lives in the same cluster slot.
+//
+//   <prefix>:lease:{<hex resource>}              hash  owner, token, exp (server ms), ttl (ms)
+//   <prefix>:fence:{<hex resource>}              int   highest token ever issued; never deleted
+//   <prefix>:version:{<hex resource>}            int   commits that wrote it; exists = registered
+//   <prefix>:state:{<hex resource>}              hash  key -> "<version> <json>" or "<version>"
+//   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
+//   <prefix>:wait:{<lock owner>}                 str   the lock key its owner is waiting for
+//   <prefix>:idem:{<hex idempotency key>}        hash  fp, result (JSON); expires by retention
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace statepact::detail {
+
+inline std::string hex_encode(std::string_view s) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() * 2);
+  for (unsigned char c : s) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 0xF]);
+  }
+  return out;
+}
+
+class KeyLayout {
+ public:
+  explicit KeyLayout(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  std::string lease(const std::string& resource) const { return of("lease", resource); }
+  std::string fence(const std::string& resource) const { return of("fence", resource); }
+  std::string version(const std::string& resource) const { return of("version", resource); }
+  std::string state(const std::string& resource) const { return of("state", resource); }
+  std::string lock(const std::string& resource, const std::string& key) const {
+    return of("lock", resource) + ":" + hex_encode(key);
+  }
+  // Lock owners are "<instance hex>:<session number>": safe in a tag as they are.
+  std::string wait(const std::string& lock_owner) const { return wait_prefix() + lock_owner + "}"; }
+  std::string wait_prefix() const { return prefix_ + ":wait:{"; }
+  std::string idempotency(const std::string& key) const { return of("idem", key); }
+  // Passed as the idempotency key of a commit that has none: never read or written ("none" is not
+  // hex, so it is no real record).
+  std::string no_idempotency() const { return prefix_ + ":idem:none"; }
+
+ private:
+  std::string of(const char* kind, const std::string& name) const {
+    return prefix_ + ":" + kind + ":{" + hex_encode(name) + "}";
+  }
+
+  std::string prefix_;
+};
+
+}  // namespace statepact::detail

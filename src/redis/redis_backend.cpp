@@ -1,0 +1,359 @@
+// RedisBackend's operations: validation first (the same checks as every backend), then one script
+// call, then the script's structured answer turned into the library's errors.
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <statepact/backends/redis.hpp>
+#include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/validate.hpp>
+
+#include "redis_impl.hpp"
+
+namespace statepact {
+
+namespace {
+
+using detail::RedisReply;
+using detail::Script;
+
+[[noreturn]] void malformed(const char* what) {
+  throw std::runtime_error(std::string("redis: unexpected reply to ") + what);
+}
+
+const RedisReply& at(const RedisReply& r, std::size_t i, const char* what) {
+  if (r.type != RedisReply::Type::array || r.elements.size() <= i) malformed(what);
+  return r.elements[i];
+}
+
+const std::string& str_at(const RedisReply& r, std::size_t i, const char* what) {
+  const auto& e = at(r, i, what);
+  if (e.type != RedisReply::Type::string && e.type != RedisReply::Type::status) malformed(what);
+  return e.str;
+}
+
+std::uint64_t num_at(const RedisReply& r, std::size_t i, const char* what) {
+  return std::stoull(str_at(r, i, what));
+}
+
+time_point from_ms(std::uint64_t ms) {
+  return time_point(std::chrono::duration_cast<Clock::duration>(milliseconds(ms)));
+}
+
+// "<version> <json>" is a value, "<version>" a tombstone; nil: never written.
+Entry decode_entry(const RedisReply& v) {
+  if (v.is_nil()) return Entry{};
+  if (v.type != RedisReply::Type::string) malformed("a state entry");
+  const auto space = v.str.find(' ');
+  Entry e;
+  e.version = std::stoull(v.str.substr(0, space));
+  if (space != std::string::npos) e.value = Value::parse(v.str.substr(space + 1));
+  return e;
+}
+
+Lease lease_from(const std::string& resource, const std::string& owner, const RedisReply& r,
+                 milliseconds ttl, const char* what) {
+  Lease l;
+  l.resource = resource;
+  l.owner = owner;
+  l.token = num_at(r, 1, what);
+  l.expires_at = from_ms(num_at(r, 2, what));
+  l.ttl = ttl;
+  return l;
+}
+
+const char* mode_name(LockMode m) {
+  return m == LockMode::shared ? "shared" : "exclusive";
+}
+
+}  // namespace
+
+RedisBackend::RedisBackend(asio::any_io_executor ex, std::string url, RedisOptions options)
+    : impl_(std::make_shared<detail::RedisImpl>(std::move(ex), url, std::move(options))) {}
+
+RedisBackend::~RedisBackend() {
+  impl_->close();
+}
+
+// ---- leases and fencing ---------------------------------------------------------------------
+
+asio::awaitable<Lease> RedisBackend::acquire_lease(std::string resource, std::string owner,
+                                                   milliseconds ttl) {
+  detail::validate_name("resource name", resource);
+  detail::validate_name("owner", owner);
+  detail::validate_ttl(ttl);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.lease(resource), impl->keys.fence(resource)};
+  std::vector<std::string> args = {owner, std::to_string(ttl.count())};
+  RedisReply r = co_await impl->eval(Script::acquire, std::move(keys), std::move(args));
+  if (str_at(r, 0, "acquire") == "busy")
+    throw LeaseNotAvailableError(resource, owner, str_at(r, 1, "acquire"), num_at(r, 2, "acquire"),
+                                 from_ms(num_at(r, 3, "acquire")));
+  co_return lease_from(resource, owner, r, ttl, "acquire");
+}
+
+asio::awaitable<Lease> RedisBackend::renew_lease(Lease lease, std::optional<milliseconds> ttl) {
+  detail::validate_lease(lease);
+  const milliseconds t = ttl.value_or(lease.ttl);
+  detail::validate_ttl(t);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.lease(lease.resource),
+                                   impl->keys.fence(lease.resource)};
+  std::vector<std::string> args = {lease.owner, std::to_string(lease.token),
+                                   std::to_string(t.count())};
+  RedisReply r = co_await impl->eval(Script::renew, std::move(keys), std::move(args));
+  if (str_at(r, 0, "renew") == "lost")
+    throw LeaseLostError(lease.resource, lease.owner, lease.token, num_at(r, 2, "renew"),
+                         str_at(r, 1, "renew"));
+  co_return lease_from(lease.resource, lease.owner, r, t, "renew");
+}
+
+asio::awaitable<bool> RedisBackend::release_lease(Lease lease) {
+  detail::validate_lease(lease);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.lease(lease.resource)};
+  std::vector<std::string> args = {lease.owner, std::to_string(lease.token)};
+  RedisReply r = co_await impl->eval(Script::release, std::move(keys), std::move(args));
+  co_return r.type == RedisReply::Type::integer&& r.integer == 1;
+}
+
+asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
+  detail::validate_name("resource name", resource);
+  auto impl = impl_;
+  std::vector<std::string> cmd = {"GET", impl->keys.fence(resource)};
+  RedisReply r = co_await impl->command(std::move(cmd));
+  if (r.is_error()) throw std::runtime_error("redis: GET failed: " + r.str);
+  co_return r.is_nil() ? 0 : std::stoull(r.str);
+}
+
+// ---- state ----------------------------------------------------------------------------------
+
+asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value initial_state) {
+  detail::validate_name("resource name", name);
+  if (!initial_state.is_object())
+    throw InvalidArgumentError(
+        fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
+                    name, initial_state.type_name()));
+  for (const auto& [key, value] : initial_state.items()) detail::validate_name("key", key);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.state(name)};
+  std::vector<std::string> args;
+  for (const auto& [key, value] : initial_state.items()) {
+    args.push_back(key);
+    args.push_back("0 " + value.dump());
+  }
+  RedisReply r = co_await impl->eval(Script::register_resource, std::move(keys), std::move(args));
+  co_return r.type == RedisReply::Type::integer&& r.integer == 1;
+}
+
+asio::awaitable<Entry> RedisBackend::read(std::string resource, std::string key) {
+  detail::validate_name("resource name", resource);
+  detail::validate_name("key", key);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.version(resource), impl->keys.state(resource)};
+  std::vector<std::string> args = {key};
+  RedisReply r = co_await impl->eval(Script::read, std::move(keys), std::move(args));
+  if (str_at(r, 0, "read") == "notfound") throw ResourceNotFoundError(resource);
+  co_return decode_entry(at(r, 1, "read"));
+}
+
+asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
+    std::vector<std::string> resources) {
+  for (const auto& r : resources) detail::validate_name("resource name", r);
+  auto impl = impl_;
+  std::vector<std::string> keys;
+  for (const auto& r : resources) {
+    keys.push_back(impl->keys.version(r));
+    keys.push_back(impl->keys.state(r));
+  }
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::snapshot, std::move(keys), std::move(args));
+  if (str_at(r, 0, "snapshot") == "notfound")
+    throw ResourceNotFoundError(resources.at(num_at(r, 1, "snapshot") - 1));
+  std::vector<ResourceSnapshot> out;
+  out.reserve(resources.size());
+  for (std::size_t i = 0; i < resources.size(); ++i) {
+    ResourceSnapshot snap;
+    snap.resource = resources[i];
+    snap.version = num_at(r, 1 + 2 * i, "snapshot");
+    const auto& flat = at(r, 2 + 2 * i, "snapshot");
+    for (std::size_t k = 0; k + 1 < flat.elements.size(); k += 2)
+      snap.entries[flat.elements[k].str] = decode_entry(flat.elements[k + 1]);
+    out.push_back(std::move(snap));
+  }
+  co_return out;
+}
+
+// ---- sessions -------------------------------------------------------------------------------
+
+asio::awaitable<SessionId> RedisBackend::begin_session(std::vector<std::string> resources,
+                                                       Isolation) {
+  auto impl = impl_;
+  if (!resources.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& r : resources) keys.push_back(impl->keys.version(r));
+    std::vector<std::string> args;
+    RedisReply r = co_await impl->eval(Script::exists, std::move(keys), std::move(args));
+    if (r.type != RedisReply::Type::integer) malformed("begin_session");
+    if (r.integer != 0) throw ResourceNotFoundError(resources.at(r.integer - 1));
+  }
+  co_return impl->next_session();
+}
+
+asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resource, std::string key,
+                                          LockMode mode, milliseconds timeout) {
+  detail::validate_name("resource name", resource);
+  detail::validate_name("key", key);
+  auto impl = impl_;
+  const std::string owner = impl->lock_owner(session);
+  const std::string lock_key = impl->keys.lock(resource, key);
+  // Tracked before the request goes out, so end_session releases it even if the reply is lost.
+  impl->track_lock(session, lock_key);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // A waiter's record outlives a few polls, so a crashed waiter stops counting soon.
+  const milliseconds wait_ttl(2000);
+  std::minstd_rand rng(static_cast<unsigned>(session * 2654435761u) ^
+                       static_cast<unsigned>(std::random_device()()));
+  milliseconds backoff(2);
+  std::exception_ptr failure;
+  try {
+    for (;;) {
+      std::vector<std::string> keys = {lock_key, impl->keys.version(resource),
+                                       impl->keys.state(resource), impl->keys.wait(owner)};
+      std::vector<std::string> args = {owner,
+                                       mode == LockMode::shared ? "S" : "X",
+                                       std::to_string(impl->options.lock_record_ttl().count()),
+                                       key,
+                                       impl->keys.wait_prefix(),
+                                       std::to_string(wait_ttl.count())};
+      RedisReply r = co_await impl->eval(Script::lock, std::move(keys), std::move(args));
+      const std::string& tag = str_at(r, 0, "lock");
+      if (tag == "ok") co_return decode_entry(at(r, 1, "lock"));
+      if (tag == "notfound") throw ResourceNotFoundError(resource);
+      if (tag == "deadlock")
+        throw DeadlockError(fmt::format(
+            "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
+            mode_name(mode), resource, key));
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline)
+        throw LockTimeoutError(
+            fmt::format("timed out after {} ms waiting for a {} lock on resource '{}' key '{}'",
+                        timeout.count(), mode_name(mode), resource, key));
+      // Jittered so two pollers do not keep meeting at the same instant.
+      std::uniform_int_distribution<long> jitter(backoff.count() / 2, backoff.count());
+      auto delay =
+          std::min<std::chrono::steady_clock::duration>(milliseconds(jitter(rng)), deadline - now);
+      asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+      co_await timer.async_wait(asio::use_awaitable);
+      backoff = std::min(backoff * 2, milliseconds(20));
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // Whatever ended the wait (timeout, deadlock, cancellation), it no longer waits for anything.
+  std::vector<std::string> clear = {"DEL", impl->keys.wait(owner)};
+  impl->fire_command(std::move(clear));
+  std::rethrow_exception(failure);
+}
+
+void RedisBackend::end_session(SessionId session) noexcept {
+  try {
+    auto locks = impl_->take_locks(session);
+    if (!locks) return;  // never asked for a lock: nothing to release
+    const std::string owner = impl_->lock_owner(session);
+    std::vector<std::string> keys;
+    keys.reserve(locks->size() + 1);
+    keys.push_back(impl_->keys.wait(owner));
+    for (auto& k : *locks) keys.push_back(std::move(k));
+    std::vector<std::string> args = {owner};
+    impl_->fire(Script::unlock, std::move(keys), std::move(args));
+  } catch (...) {
+  }
+}
+
+asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
+  detail::validate_name("agent id", req.agent_id);
+  if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
+  for (const auto& w : req.writes) detail::validate_name("key", w.key);
+  auto impl = impl_;
+
+  // Every resource that must exist, once each, in a fixed order the script refers to by index.
+  std::vector<std::string> res;
+  std::unordered_map<std::string, std::size_t> index;
+  auto add = [&](const std::string& r) {
+    auto [it, fresh] = index.try_emplace(r, res.size() + 1);
+    if (fresh) res.push_back(r);
+    return it->second;
+  };
+  for (const auto& r : req.resources) add(r);
+  for (const auto& w : req.writes) add(w.resource);
+  for (const auto& c : req.checks) add(c.resource);
+  const std::string owner = impl->lock_owner(req.session);
+  const auto locks = impl->locks_of(req.session);
+
+  std::vector<std::string> keys;
+  keys.push_back(req.idempotency_key ? impl->keys.idempotency(*req.idempotency_key)
+                                     : impl->keys.no_idempotency());
+  keys.push_back(impl->keys.wait(owner));
+  for (const auto& r : res) {
+    keys.push_back(impl->keys.version(r));
+    keys.push_back(impl->keys.state(r));
+  }
+  for (const auto& f : req.fences) keys.push_back(impl->keys.fence(f.resource));
+  for (const auto& l : locks) keys.push_back(l);
+
+  std::vector<std::string> args;
+  args.push_back(req.idempotency_key ? "1" : "0");
+  args.push_back(req.fingerprint);
+  args.push_back(std::to_string(impl->options.idempotency_retention().count()));
+  args.push_back(std::to_string(res.size()));
+  args.push_back(std::to_string(req.fences.size()));
+  args.push_back(std::to_string(req.checks.size()));
+  args.push_back(std::to_string(req.writes.size()));
+  args.push_back(std::to_string(locks.size()));
+  args.push_back(owner);
+  for (const auto& r : res) args.push_back(r);
+  for (const auto& f : req.fences) args.push_back(std::to_string(f.token));
+  for (const auto& c : req.checks) {
+    args.push_back(std::to_string(index.at(c.resource)));
+    args.push_back(c.key);
+    args.push_back(std::to_string(c.expected_version));
+  }
+  for (const auto& w : req.writes) {
+    args.push_back(std::to_string(index.at(w.resource)));
+    args.push_back(w.key);
+    args.push_back(w.value ? "v" : "t");
+    args.push_back(w.value ? w.value->dump() : std::string());
+  }
+
+  const auto kind =
+      req.idempotency_key ? detail::CommandKind::commit_idempotent : detail::CommandKind::commit;
+  RedisReply r = co_await impl->eval(Script::commit, std::move(keys), std::move(args), kind);
+  const std::string& tag = str_at(r, 0, "commit");
+  if (tag == "ok") {
+    (void)impl->take_locks(req.session);  // the script released them
+    CommitResult result;
+    result.replayed = str_at(r, 1, "commit") == "1";
+    const Value versions = Value::parse(str_at(r, 2, "commit"));
+    for (const auto& [name, v] : versions.items()) result.versions[name] = v.get<Version>();
+    co_return result;
+  }
+  if (tag == "reused") throw IdempotencyKeyReusedError(*req.idempotency_key);
+  if (tag == "notfound") throw ResourceNotFoundError(res.at(num_at(r, 1, "commit") - 1));
+  if (tag == "stale" || tag == "forged") {
+    const auto& f = req.fences.at(num_at(r, 1, "commit") - 1);
+    detail::enforce_fence(f.resource, req.agent_id, num_at(r, 2, "commit"), f.token);
+  }
+  if (tag == "conflict") {
+    const auto& c = req.checks.at(num_at(r, 1, "commit") - 1);
+    throw ConflictError(c.resource, c.key, c.expected_version, num_at(r, 2, "commit"));
+  }
+  malformed("commit");
+}
+
+}  // namespace statepact

@@ -1,0 +1,152 @@
+#include "redis_impl.hpp"
+
+#include <random>
+#include <stdexcept>
+
+#include <asio/co_spawn.hpp>
+
+#include "scripts.hpp"
+
+namespace statepact::detail {
+
+namespace {
+
+const char* source_of(Script s) {
+  switch (s) {
+    case Script::acquire:
+      return scripts::acquire;
+    case Script::renew:
+      return scripts::renew;
+    case Script::release:
+      return scripts::release;
+    case Script::register_resource:
+      return scripts::register_resource;
+    case Script::read:
+      return scripts::read;
+    case Script::snapshot:
+      return scripts::snapshot;
+    case Script::exists:
+      return scripts::exists;
+    case Script::lock:
+      return scripts::lock;
+    case Script::unlock:
+      return scripts::unlock;
+    case Script::commit:
+      return scripts::commit;
+    case Script::count:
+      break;
+  }
+  throw std::logic_error("unknown script");
+}
+
+// Distinguishes this backend's lock records from other processes' and other instances'.
+std::string random_instance_id() {
+  std::random_device rd;
+  std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return fmt::format("{:016x}", v);
+}
+
+asio::awaitable<void> run_detached(std::shared_ptr<RedisImpl> impl, Script script,
+                                   std::vector<std::string> keys, std::vector<std::string> args) {
+  co_await impl->eval(script, std::move(keys), std::move(args));
+}
+
+asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl,
+                                       std::vector<std::string> args) {
+  co_await impl->command(std::move(args));
+}
+
+}  // namespace
+
+RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOptions opts)
+    : options(std::move(opts)),
+      keys(options.key_prefix()),
+      conn_(std::make_shared<RedisConnection>(std::move(ex), parse_redis_url(url),
+                                              options.command_timeout(), options.connect_timeout(),
+                                              options.client_name())),
+      instance_(random_instance_id()) {}
+
+asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args) {
+  co_return co_await conn_->call(std::move(args));
+}
+
+asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::string> keys_,
+                                            std::vector<std::string> args, CommandKind kind) {
+  std::string sha = sha_of(script);
+  if (sha.empty()) {
+    std::vector<std::string> load = {"SCRIPT", "LOAD", source_of(script)};
+    RedisReply loaded = co_await conn_->call(std::move(load));
+    if (loaded.type != RedisReply::Type::string)
+      throw std::runtime_error("redis: SCRIPT LOAD failed: " + loaded.str);
+    sha = loaded.str;
+    remember_sha(script, sha);
+  }
+  std::vector<std::string> cmd;
+  cmd.reserve(3 + keys_.size() + args.size());
+  cmd.push_back("EVALSHA");
+  cmd.push_back(sha);
+  cmd.push_back(std::to_string(keys_.size()));
+  for (auto& k : keys_) cmd.push_back(std::move(k));
+  for (auto& a : args) cmd.push_back(std::move(a));
+  std::vector<std::string> again = cmd;
+  RedisReply r = co_await conn_->call(std::move(cmd), kind);
+  // NOSCRIPT: nothing ran (a restart or SCRIPT FLUSH): EVAL sends the text and caches it again.
+  if (r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0) {
+    again[0] = "EVAL";
+    again[1] = source_of(script);
+    r = co_await conn_->call(std::move(again), kind);
+  }
+  if (r.is_error()) throw std::runtime_error("redis: script failed: " + r.str);
+  co_return r;
+}
+
+void RedisImpl::fire(Script script, std::vector<std::string> keys_,
+                     std::vector<std::string> args) noexcept {
+  try {
+    asio::co_spawn(conn_->strand(),
+                   run_detached(shared_from_this(), script, std::move(keys_), std::move(args)),
+                   [](std::exception_ptr) {});
+  } catch (...) {
+  }
+}
+
+void RedisImpl::fire_command(std::vector<std::string> args) noexcept {
+  try {
+    asio::co_spawn(conn_->strand(), command_detached(shared_from_this(), std::move(args)),
+                   [](std::exception_ptr) {});
+  } catch (...) {
+  }
+}
+
+void RedisImpl::track_lock(SessionId s, const std::string& lock_key) {
+  std::lock_guard guard(mu_);
+  session_locks_[s].insert(lock_key);
+}
+
+std::vector<std::string> RedisImpl::locks_of(SessionId s) const {
+  std::lock_guard guard(mu_);
+  auto it = session_locks_.find(s);
+  if (it == session_locks_.end()) return {};
+  return std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+std::optional<std::vector<std::string>> RedisImpl::take_locks(SessionId s) {
+  std::lock_guard guard(mu_);
+  auto it = session_locks_.find(s);
+  if (it == session_locks_.end()) return std::nullopt;
+  std::vector<std::string> out(it->second.begin(), it->second.end());
+  session_locks_.erase(it);
+  return out;
+}
+
+std::string RedisImpl::sha_of(Script s) const {
+  std::lock_guard guard(mu_);
+  return shas_[static_cast<std::size_t>(s)];
+}
+
+void RedisImpl::remember_sha(Script s, std::string sha) {
+  std::lock_guard guard(mu_);
+  shas_[static_cast<std::size_t>(s)] = std::move(sha);
+}
+
+}  // namespace statepact::detail

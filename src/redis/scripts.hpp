@@ -1,0 +1,276 @@
+// The Lua scripts the backend runs (EVALSHA, loaded on first use, EVAL after NOSCRIPT). Each
+// operation is one script, so each is atomic and one round trip. Time is the server's: TIME.
+// Names and values always arrive as ARGV, never spliced into the script text.
+#pragma once
+
+namespace statepact::detail::scripts {
+
+#define STATEPACT_REDIS_NOW        \
+  "local t = redis.call('TIME')\n" \
+  "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+// KEYS: lease, fence. ARGV: owner, ttl ms.
+// -> {'ok', token, exp} | {'busy', holder, token, exp}
+inline constexpr const char* acquire = STATEPACT_REDIS_NOW R"lua(
+local ttl = tonumber(ARGV[2])
+local exp = string.format('%.0f', now + ttl)
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
+if cur[1] and tonumber(cur[3]) > now then
+  if cur[1] ~= ARGV[1] then
+    return {'busy', cur[1], cur[2], cur[3]}
+  end
+  redis.call('HSET', KEYS[1], 'exp', exp, 'ttl', ARGV[2])
+  return {'ok', cur[2], exp}
+end
+local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'exp', exp, 'ttl', ARGV[2])
+return {'ok', token, exp}
+)lua";
+
+// KEYS: lease, fence. ARGV: owner, token, ttl ms.
+// -> {'ok', token, exp} | {'lost', reason, high_water}
+inline constexpr const char* renew = STATEPACT_REDIS_NOW R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
+local hw = tonumber(redis.call('GET', KEYS[2]) or '0')
+local reason = nil
+if not cur[1] or cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
+  if tonumber(ARGV[2]) < hw then
+    reason = 'superseded by a newer token'
+  else
+    reason = 'lease was released'
+  end
+elseif tonumber(cur[3]) <= now then
+  reason = 'lease expired before renewal'
+end
+if reason then
+  return {'lost', reason, string.format('%.0f', hw)}
+end
+local exp = string.format('%.0f', now + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'exp', exp, 'ttl', ARGV[3])
+return {'ok', cur[2], exp}
+)lua";
+
+// KEYS: lease. ARGV: owner, token. -> 1 released | 0 not the current owner
+inline constexpr const char* release = R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if cur[1] == ARGV[1] and cur[2] == ARGV[2] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+)lua";
+
+// KEYS: version, state. ARGV: key, encoded entry, key, encoded entry, ... -> 1 created | 0
+inline constexpr const char* register_resource = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+redis.call('SET', KEYS[1], '0')
+for i = 1, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+return 1
+)lua";
+
+// KEYS: version, state. ARGV: key. -> {'ok', entry or nil} | {'notfound'}
+inline constexpr const char* read = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'notfound'}
+end
+return {'ok', redis.call('HGET', KEYS[2], ARGV[1])}
+)lua";
+
+// KEYS: version, state per resource. -> {'ok', version, {k, entry, ...}, ...} | {'notfound', i}
+inline constexpr const char* snapshot = R"lua(
+local out = {'ok'}
+for i = 1, #KEYS, 2 do
+  local v = redis.call('GET', KEYS[i])
+  if not v then
+    return {'notfound', tostring((i + 1) / 2)}
+  end
+  out[#out + 1] = v
+  out[#out + 1] = redis.call('HGETALL', KEYS[i + 1])
+end
+return out
+)lua";
+
+// KEYS: version per resource. -> index of the first missing one, or 0
+inline constexpr const char* exists = R"lua(
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    return i
+  end
+end
+return 0
+)lua";
+
+// KEYS: lock, version, state, wait key of the requester.
+// ARGV: owner, mode ('S'|'X'), lock ttl ms, key, wait key prefix, wait ttl ms.
+// -> {'ok', entry or nil} | {'wait'} | {'deadlock'} | {'notfound'}
+// A request that must wait records what it waits for, then follows holders -> the lock each of
+// them waits for -> its holders; reaching the requester again means waiting would never end.
+inline constexpr const char* lock = STATEPACT_REDIS_NOW R"lua(
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'notfound'}
+end
+local me, mode = ARGV[1], ARGV[2]
+local function holders(lock_key, skip, prune)
+  local out, exclusive, mine = {}, false, nil
+  local h = redis.call('HGETALL', lock_key)
+  for i = 1, #h, 2 do
+    local m, e = string.sub(h[i + 1], 1, 1), tonumber(string.sub(h[i + 1], 3))
+    if e <= now then
+      if prune then
+        redis.call('HDEL', lock_key, h[i])
+      end
+    elseif h[i] == skip then
+      mine = m
+    else
+      out[#out + 1] = h[i]
+      if m == 'X' then
+        exclusive = true
+      end
+    end
+  end
+  return out, exclusive, mine
+end
+local others, exclusive, mine = holders(KEYS[1], me, true)
+local grant
+if mine == 'X' then
+  grant = true
+elseif mode == 'S' then
+  grant = not exclusive
+else
+  grant = #others == 0
+end
+if grant then
+  local m = mode
+  if mine == 'X' then
+    m = 'X'
+  end
+  local ttl = tonumber(ARGV[3])
+  redis.call('HSET', KEYS[1], me, m .. ':' .. string.format('%.0f', now + ttl))
+  if redis.call('PTTL', KEYS[1]) < ttl then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
+  redis.call('DEL', KEYS[4])
+  return {'ok', redis.call('HGET', KEYS[3], ARGV[4])}
+end
+redis.call('SET', KEYS[4], KEYS[1], 'PX', ARGV[6])
+local seen, queue, steps = {}, others, 0
+while #queue > 0 and steps < 1000 do
+  local h = table.remove(queue)
+  steps = steps + 1
+  if h == me then
+    redis.call('DEL', KEYS[4])
+    return {'deadlock'}
+  end
+  if not seen[h] then
+    seen[h] = true
+    local w = redis.call('GET', ARGV[5] .. h .. '}')
+    if w then
+      local hs = holders(w, h, false)
+      for _, x in ipairs(hs) do
+        queue[#queue + 1] = x
+      end
+    end
+  end
+end
+return {'wait'}
+)lua";
+
+// KEYS: wait key, then lock keys. ARGV: owner. Releases the owner's locks and its wait record.
+inline constexpr const char* unlock = R"lua(
+for i = 2, #KEYS do
+  redis.call('HDEL', KEYS[i], ARGV[1])
+end
+redis.call('DEL', KEYS[1])
+return 1
+)lua";
+
+// KEYS: [1] idempotency record, [2] wait key, then version and state per resource, then one
+// fence key per fence, then the session's lock keys.
+// ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4] resources, [5] fences,
+// [6] checks, [7] writes, [8] locks, [9] lock owner; then resource names; fence tokens;
+// (resource index, key, expected version) per check; (resource index, key, 'v'|'t', json) per
+// write. Checks everything before writing anything, in the memory backend's order.
+// -> {'ok', replayed, result json} | {'reused'} | {'notfound', i} | {'stale'|'forged', j, hw}
+//    | {'conflict', k, found}
+inline constexpr const char* commit = R"lua(
+local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
+  tonumber(ARGV[7]), tonumber(ARGV[8])
+local owner = ARGV[9]
+local function release_locks()
+  local base = 2 + 2 * nres + nf
+  for i = 1, nl do
+    redis.call('HDEL', KEYS[base + i], owner)
+  end
+  redis.call('DEL', KEYS[2])
+end
+if ARGV[1] == '1' then
+  local rec = redis.call('HMGET', KEYS[1], 'fp', 'result')
+  if rec[1] then
+    if rec[1] ~= ARGV[2] then
+      return {'reused'}
+    end
+    release_locks()
+    return {'ok', '1', rec[2]}
+  end
+end
+for i = 1, nres do
+  if redis.call('EXISTS', KEYS[1 + 2 * i]) == 0 then
+    return {'notfound', tostring(i)}
+  end
+end
+local a = 9 + nres
+for j = 1, nf do
+  local hw = tonumber(redis.call('GET', KEYS[2 + 2 * nres + j]) or '0')
+  local tok = tonumber(ARGV[a + j])
+  if tok < hw then
+    return {'stale', tostring(j), string.format('%.0f', hw)}
+  end
+  if tok > hw or tok == 0 then
+    return {'forged', tostring(j), string.format('%.0f', hw)}
+  end
+end
+a = a + nf
+for k = 1, nc do
+  local ri, key, expected = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
+  a = a + 3
+  local cur = redis.call('HGET', KEYS[2 + 2 * ri], key)
+  local found = 0
+  if cur then
+    found = tonumber(string.match(cur, '^%d+'))
+  end
+  if found ~= expected then
+    return {'conflict', tostring(k), string.format('%.0f', found)}
+  end
+end
+local versions, result = {}, {}
+for w = 1, nw do
+  local ri, key, kind, json = tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  a = a + 4
+  local v = versions[ri]
+  if not v then
+    v = string.format('%.0f', redis.call('INCR', KEYS[1 + 2 * ri]))
+    versions[ri] = v
+    result[ARGV[9 + ri]] = tonumber(v)
+  end
+  if kind == 'v' then
+    redis.call('HSET', KEYS[2 + 2 * ri], key, v .. ' ' .. json)
+  else
+    redis.call('HSET', KEYS[2 + 2 * ri], key, v)
+  end
+end
+local encoded = cjson.encode(result)
+if ARGV[1] == '1' then
+  redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'result', encoded)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+release_locks()
+return {'ok', '0', encoded}
+)lua";
+
+#undef STATEPACT_REDIS_NOW
+
+}  // namespace statepact::detail::scripts

@@ -1,0 +1,59 @@
+#include "url.hpp"
+
+#include <charconv>
+
+#include <statepact/errors.hpp>
+
+namespace statepact::detail {
+
+namespace {
+
+int parse_int(const std::string& url, const std::string& text, const char* what) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0)
+    throw InvalidArgumentError(fmt::format("redis url '{}': bad {} '{}'", url, what, text));
+  return v;
+}
+
+}  // namespace
+
+RedisUrl parse_redis_url(const std::string& url) {
+  RedisUrl out;
+  const std::string unix_scheme = "unix://", redis_scheme = "redis://";
+  if (url.rfind(unix_scheme, 0) == 0) {
+    out.unix_path = url.substr(unix_scheme.size());
+    if (out.unix_path.empty() || out.unix_path[0] != '/')
+      throw InvalidArgumentError(fmt::format("redis url '{}': expected unix:///path", url));
+    return out;
+  }
+  if (url.rfind(redis_scheme, 0) != 0)
+    throw InvalidArgumentError(
+        fmt::format("redis url '{}': expected redis://host:port/db or unix:///path", url));
+  std::string rest = url.substr(redis_scheme.size());
+  if (auto at = rest.rfind('@'); at != std::string::npos) {
+    std::string userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    auto colon = userinfo.find(':');
+    if (colon == std::string::npos) {
+      out.password = userinfo;
+    } else {
+      out.user = userinfo.substr(0, colon);
+      out.password = userinfo.substr(colon + 1);
+    }
+  }
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    std::string db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty()) out.db = parse_int(url, db, "database number");
+  }
+  if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    out.port = parse_int(url, rest.substr(colon + 1), "port");
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty()) throw InvalidArgumentError(fmt::format("redis url '{}': no host", url));
+  out.host = rest;
+  return out;
+}
+
+}  // namespace statepact::detail

@@ -1,0 +1,21 @@
+# The Redis backend's tests; they need a server: STATEPACT_TEST_REDIS_URL (scripts/servers/redis.sh).
+add_executable(statepact_conformance_redis
+  conformance/redis_leases_test.cpp
+  conformance/redis_hold_test.cpp
+  conformance/redis_sessions_test.cpp)
+target_link_libraries(statepact_conformance_redis PRIVATE statepact::redis Catch2::Catch2WithMain)
+statepact_test_target(statepact_conformance_redis)
+catch_discover_tests(statepact_conformance_redis TEST_PREFIX "redis: ")
+
+# Integration tests: what only a real server shows (connection loss, name encoding).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS_TEST REQUIRED IMPORTED_TARGET hiredis)
+add_executable(statepact_integration_redis
+  integration/redis_reconnect_test.cpp
+  integration/redis_names_test.cpp
+  integration/redis_persistence_test.cpp
+  integration/redis_timeout_test.cpp)
+target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgConfig::HIREDIS_TEST
+  Catch2::Catch2WithMain)
+statepact_test_target(statepact_integration_redis)
+catch_discover_tests(statepact_integration_redis TEST_PREFIX "redis integration: ")
