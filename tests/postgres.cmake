@@ -7,7 +7,7 @@ add_executable(statepact_conformance_postgres
 target_link_libraries(statepact_conformance_postgres PRIVATE statepact::postgres
   Catch2::Catch2WithMain)
 statepact_test_target(statepact_conformance_postgres)
-catch_discover_tests(statepact_conformance_postgres TEST_PREFIX "postgres: ")
+catch_discover_tests(statepact_conformance_postgres TEST_PREFIX "postgres: " EXTRA_ARGS -w NoTests)
 
 # Integration tests against the same server: connection loss, unknown commits, literal names,
 # and a restart of a private second server.
@@ -22,4 +22,4 @@ target_link_libraries(statepact_integration_postgres PRIVATE statepact::postgres
 target_compile_definitions(statepact_integration_postgres PRIVATE
   STATEPACT_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STATEPACT_BINARY_DIR="${PROJECT_BINARY_DIR}")
 statepact_test_target(statepact_integration_postgres)
-catch_discover_tests(statepact_integration_postgres TEST_PREFIX "postgres: ")
+catch_discover_tests(statepact_integration_postgres TEST_PREFIX "postgres: " EXTRA_ARGS -w NoTests)

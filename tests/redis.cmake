@@ -5,7 +5,7 @@ add_executable(statepact_conformance_redis
   conformance/redis_sessions_test.cpp)
 target_link_libraries(statepact_conformance_redis PRIVATE statepact::redis Catch2::Catch2WithMain)
 statepact_test_target(statepact_conformance_redis)
-catch_discover_tests(statepact_conformance_redis TEST_PREFIX "redis: ")
+catch_discover_tests(statepact_conformance_redis TEST_PREFIX "redis: " EXTRA_ARGS -w NoTests)
 
 # Integration tests: what only a real server shows (connection loss, name encoding).
 find_package(PkgConfig REQUIRED)
@@ -18,4 +18,4 @@ add_executable(statepact_integration_redis
 target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgConfig::HIREDIS_TEST
   Catch2::Catch2WithMain)
 statepact_test_target(statepact_integration_redis)
-catch_discover_tests(statepact_integration_redis TEST_PREFIX "redis integration: ")
+catch_discover_tests(statepact_integration_redis TEST_PREFIX "redis integration: " EXTRA_ARGS -w NoTests)
