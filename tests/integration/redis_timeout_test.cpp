@@ -53,7 +53,7 @@ asio::awaitable<void> accept_all(tcp::acceptor& acc,
 
 }  // namespace
 
-TEST_CASE("a missed deadline drops the connection; a commit in doubt is CommitUnknownError",
+TEST_CASE("a missed deadline drops the connection, and a commit in doubt is CommitUnknownError",
           "[redis][integration]") {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     tcp::acceptor acc(ex, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
