@@ -22,4 +22,5 @@ target_link_libraries(statepact_integration_postgres PRIVATE statepact::postgres
 target_compile_definitions(statepact_integration_postgres PRIVATE
   STATEPACT_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STATEPACT_BINARY_DIR="${PROJECT_BINARY_DIR}")
 statepact_test_target(statepact_integration_postgres)
-catch_discover_tests(statepact_integration_postgres TEST_PREFIX "postgres: " EXTRA_ARGS -w NoTests)
+catch_discover_tests(statepact_integration_postgres TEST_PREFIX "postgres: " EXTRA_ARGS -w NoTests
+  PROPERTIES ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/integration/lsan.supp")

@@ -44,12 +44,16 @@ void Link::connect() {
   try {
     auto conn = std::make_unique<pqxx::connection>(s.conninfo);
     {
+      // Parameters rather than quoting on the client: names never become SQL text.
       pqxx::nontransaction setup(*conn);
-      setup.exec(
-          fmt::format("SET statement_timeout = {}; SET lock_timeout = {}; SET search_path = {}; "
-                      "SET client_min_messages = warning; SET application_name = {}",
-                      s.statement_timeout.count(), s.lock_timeout.count(),
-                      conn->quote_name(s.schema), conn->quote(s.application_name)));
+      setup.exec_params(
+          "SELECT set_config('statement_timeout', $1, false), "
+          "set_config('lock_timeout', $2, false), "
+          "set_config('search_path', quote_ident($3), false), "
+          "set_config('client_min_messages', 'warning', false), "
+          "set_config('application_name', $4, false)",
+          std::to_string(s.statement_timeout.count()), std::to_string(s.lock_timeout.count()),
+          s.schema, s.application_name);
     }
     shared_->ensure_migrated(*conn);
     for (const auto& st : stmt::all) conn->prepare(st.name, st.sql);

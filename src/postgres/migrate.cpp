@@ -16,6 +16,18 @@ struct Migration {
 // Append only: a released version is never edited, a change is a new version.
 constexpr Migration migrations[] = {{1, schema_v1_sql}};
 
+// A schema name as an SQL identifier. Names are validated (UTF-8, no control characters), so
+// doubling the quotes is all the escaping needed.
+std::string quote_ident(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
 // Distinct from the lease (one bigint key) and idempotency (1936745331) advisory locks.
 constexpr int migration_lock_class = 1936745332;
 
@@ -32,7 +44,7 @@ void migrate(pqxx::connection& conn, const std::string& schema) {
   };
   try {
     pqxx::work w(conn);
-    const std::string s = conn.quote_name(schema);
+    const std::string s = quote_ident(schema);
     w.exec("CREATE SCHEMA IF NOT EXISTS " + s);
     w.exec(fmt::format(
         "CREATE TABLE IF NOT EXISTS {}.statepact_schema_version (version integer PRIMARY KEY, "

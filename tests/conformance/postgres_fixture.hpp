@@ -48,7 +48,7 @@ struct PostgresFixture {
       : backend_(ex, postgres_test_url(),
                  // A short deadlock check, so the request that closes a wait cycle is the one
                  // refused (as in every backend), rather than whichever waiter checks first.
-                 PostgresOptions().idempotency_retention(retention).deadlock_timeout(20ms)) {}
+                 PostgresOptions().idempotency_retention(retention).deadlock_timeout(10ms)) {}
 
   backend_type& backend() { return backend_; }
   std::string resource(std::string base) const { return base + "~" + run_suffix(); }

@@ -69,8 +69,9 @@ TEST_CASE("terminated connections are replaced without failing the next operatio
   });
 }
 
-TEST_CASE("a commit cut off after it was sent is unknown, and with an idempotency key it is retried",
-          "[postgres][integration]") {
+TEST_CASE(
+    "a commit cut off after it was sent is unknown, and with an idempotency key retried safely",
+    "[postgres][integration]") {
   const auto app = sp::test::unique_application_name("it-unknown");
   sp::test::run([app](asio::any_io_executor ex) -> asio::awaitable<void> {
     sp::test::PostgresAdmin admin, holder;

@@ -1,7 +1,12 @@
 // Tokens survive a server restart and are never reused after it; the same backend object
-// reconnects by itself. The test runs its own private server (port 55433, started through
+// reconnects by itself. The test runs its own private server (on a free port, started through
 // scripts/servers/postgres.sh) so that restarting it disturbs no other test.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -17,7 +22,22 @@ namespace sp = statepact;
 
 namespace {
 
-constexpr int port = 55433;
+// A port nobody listens on now: the kernel picks it for a socket bound to port 0.
+int pick_free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("cannot find a free port");
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+const int port = pick_free_port();
 
 std::string run_dir() {
   const char* d = std::getenv("STATEPACT_RUN_DIR");
