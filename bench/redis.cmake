@@ -1,0 +1,8 @@
+# statepact_bench_redis: lease and commit throughput next to redis-benchmark (see redis_bench.cpp).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS_BENCH REQUIRED IMPORTED_TARGET hiredis)
+add_executable(statepact_bench_redis redis_bench.cpp)
+target_link_libraries(statepact_bench_redis PRIVATE statepact::redis PkgConfig::HIREDIS_BENCH)
+# The benchmark runs the backend's own scripts through redis-benchmark.
+target_include_directories(statepact_bench_redis PRIVATE ${PROJECT_SOURCE_DIR}/src/redis)
+statepact_warnings(statepact_bench_redis)
