@@ -316,12 +316,7 @@ asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
 // ---- state ------------------------------------------------------------------------------------
 
 asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state) {
-  detail::validate_name("resource name", name);
-  if (!initial_state.is_object())
-    throw InvalidArgumentError(
-        fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
-                    name, initial_state.type_name()));
-  for (const auto& [key, value] : initial_state.items()) detail::validate_name("key", key);
+  detail::validate_initial_state(name, initial_state);
   auto job = [name, state = initial_state.dump()](pg::Link& link) {
     auto r =
         pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {

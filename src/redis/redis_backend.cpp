@@ -134,12 +134,7 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
 // ---- state ----------------------------------------------------------------------------------
 
 asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value initial_state) {
-  detail::validate_name("resource name", name);
-  if (!initial_state.is_object())
-    throw InvalidArgumentError(
-        fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
-                    name, initial_state.type_name()));
-  for (const auto& [key, value] : initial_state.items()) detail::validate_name("key", key);
+  detail::validate_initial_state(name, initial_state);
   auto impl = impl_;
   std::vector<std::string> keys = {impl->keys.version(name), impl->keys.state(name)};
   std::vector<std::string> args;

@@ -100,12 +100,7 @@ class MemoryBackend {
   // ---- state ---------------------------------------------------------------------------------
 
   asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object()) {
-    detail::validate_name("resource name", name);
-    if (!initial_state.is_object())
-      throw InvalidArgumentError(
-          fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
-                      name, initial_state.type_name()));
-    for (const auto& [key, value] : initial_state.items()) detail::validate_name("key", key);
+    detail::validate_initial_state(name, initial_state);
     std::lock_guard guard(mu_);
     auto [it, created] = resources_.try_emplace(name);
     if (created)

@@ -79,6 +79,16 @@ inline void validate_ttl(milliseconds ttl) {
         fmt::format("lease ttl must be at most 7 days, got {} ms", ttl.count()));
 }
 
+// A resource's initial state: a JSON object whose keys are valid names.
+inline void validate_initial_state(std::string_view resource, const Value& state) {
+  validate_name("resource name", resource);
+  if (!state.is_object())
+    throw InvalidArgumentError(
+        fmt::format("initial state of resource '{}' must be a JSON object (key -> value), got {}",
+                    resource, state.type_name()));
+  for (const auto& [key, value] : state.items()) validate_name("key", key);
+}
+
 inline void validate_lease(const Lease& lease) {
   validate_name("resource name", lease.resource);
   validate_name("owner", lease.owner);
