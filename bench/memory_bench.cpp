@@ -1,8 +1,9 @@
 // Memory backend throughput against a plain mutex-and-hash-map baseline doing the same logical work
 // in the same run. Prints a table; never used as a timed test.
 //
-//   lease cycle: acquire + release of one resource's lease (baseline: the same rules on a locked map)
-//   commit:      one-key read-modify-write in a session, per isolation mode (baseline: lock, read the
+//   lease cycle: acquire + release of one resource's lease (baseline: the same rules on a locked
+//   map) commit:      one-key read-modify-write in a session, per isolation mode (baseline: lock,
+//   read the
 //                JSON value and its version, write value+1 with version+1, unlock)
 #include <chrono>
 #include <cstdio>
@@ -135,9 +136,12 @@ int main(int argc, char** argv) {
                     sp::Isolation::serializable, sp::Isolation::pessimistic})
     rows.push_back({fmt::format("1-key commit, {}", sp::to_string(mode)),
                     rate(timed([&] { return commits(n, mode); })), base_commit});
-  std::printf("memory backend, one thread, %d operations each (baseline: mutex + hash map, same run)\n\n", n);
+  std::printf(
+      "memory backend, one thread, %d operations each (baseline: mutex + hash map, same run)\n\n",
+      n);
   std::printf("  %-30s %14s %14s %10s\n", "operation", "statepact/s", "baseline/s", "base/ours");
-  std::printf("  %-30s %14s %14s %10s\n", std::string(30, '-').c_str(), "------------", "------------", "--------");
+  std::printf("  %-30s %14s %14s %10s\n", std::string(30, '-').c_str(), "------------",
+              "------------", "--------");
   for (const auto& r : rows)
     std::printf("  %-30s %14.0f %14.0f %9.1fx\n", r.op.c_str(), r.ours, r.base, r.base / r.ours);
   return 0;

@@ -16,7 +16,8 @@ asio::awaitable<void> process_job(sp::Manager<Backend>& manager, const sp::Lease
   for (int step = 1; step <= 3; ++step) {
     asio::steady_timer pause(co_await asio::this_coro::executor, 50ms);  // the real work
     co_await pause.async_wait(asio::use_awaitable);
-    auto s = co_await manager.session(sp::SessionOptions(lease.owner).resource(lease.resource).fence(lease.token));
+    auto s = co_await manager.session(
+        sp::SessionOptions(lease.owner).resource(lease.resource).fence(lease.token));
     co_await s.write("progress", step);
     co_await s.commit();
     std::printf("%s: step %d of %s committed under token %llu\n", lease.owner.c_str(), step,
@@ -36,7 +37,8 @@ asio::awaitable<void> worker(sp::Manager<Backend>& manager) {
     throw;
   }
   auto fence = co_await manager.backend().current_fence("job-42");
-  std::printf("done; lease released, high-water token stays %llu\n", static_cast<unsigned long long>(fence));
+  std::printf("done; lease released, high-water token stays %llu\n",
+              static_cast<unsigned long long>(fence));
 }
 
 int main() {

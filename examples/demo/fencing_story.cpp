@@ -33,7 +33,9 @@ class Timeline {
   Table table_{{"time", "who", "what", "outcome"}};
 };
 
-std::string show(const std::optional<sp::Value>& v) { return v ? v->dump() : "(absent)"; }
+std::string show(const std::optional<sp::Value>& v) {
+  return v ? v->dump() : "(absent)";
+}
 
 // Returns the final state of job-42 after the story.
 asio::awaitable<std::string> tell(bool fenced) {
@@ -48,13 +50,15 @@ asio::awaitable<std::string> tell(bool fenced) {
   };
 
   auto a = co_await manager.lease("job-42", "worker-a", 30s);
-  timeline.add("worker-a", "acquires the lease on job-42 (ttl 30s)", fmt::format("token {}", a.token));
+  timeline.add("worker-a", "acquires the lease on job-42 (ttl 30s)",
+               fmt::format("token {}", a.token));
   clock.advance(100ms);
   {
     auto s = co_await manager.session(options("worker-a", a));
     co_await s.write("status", "running");
     auto r = co_await s.commit();
-    timeline.add("worker-a", "writes status=\"running\"", fmt::format("committed (version {})", r.versions.at("job-42")));
+    timeline.add("worker-a", "writes status=\"running\"",
+                 fmt::format("committed (version {})", r.versions.at("job-42")));
   }
   clock.advance(100ms);
   timeline.add("worker-a", "pauses: a long GC, a VM migration, a partition", "");
@@ -81,12 +85,14 @@ asio::awaitable<std::string> tell(bool fenced) {
     std::string outcome;
     try {
       auto r = co_await s.commit();
-      outcome = fmt::format("committed (version {}): the stale write LANDED", r.versions.at("job-42"));
+      outcome =
+          fmt::format("committed (version {}): the stale write LANDED", r.versions.at("job-42"));
     } catch (const sp::LeaseLostError& e) {
       outcome = fmt::format("REFUSED by storage: LeaseLostError (token {} < fence {})", e.token(),
                             e.current_fence());
     }
-    timeline.add("worker-a", "wakes up, believes it owns job-42, writes status=\"running\"", outcome);
+    timeline.add("worker-a", "wakes up, believes it owns job-42, writes status=\"running\"",
+                 outcome);
   }
   timeline.print();
   auto status = co_await backend.read("job-42", "status");
@@ -98,7 +104,8 @@ asio::awaitable<std::string> tell(bool fenced) {
 
 asio::awaitable<void> fencing_story() {
   std::puts("1. A paused worker wakes up after a takeover (the lease alone is not enough)\n");
-  std::puts("   With a fencing token: every write carries the lease's token and storage checks it.\n");
+  std::puts(
+      "   With a fencing token: every write carries the lease's token and storage checks it.\n");
   const auto with_fence = co_await tell(true);
   std::printf("\n   job-42 afterwards: %s\n", with_fence.c_str());
   std::puts("   -> correct: worker-b's finished job stands; worker-a learns it lost the lease.\n");
@@ -106,8 +113,10 @@ asio::awaitable<void> fencing_story() {
   const auto without = co_await tell(false);
   std::printf("\n   job-42 afterwards: %s\n", without.c_str());
   std::puts("   -> CORRUPTED: a finished job is marked running again and its result is gone.\n");
-  std::puts("   Note: expiry alone does not block writes. Had nobody taken over, worker-a's late write");
-  std::puts("   would land, harmlessly: the fence only refuses a token older than the newest one.\n");
+  std::puts(
+      "   Note: expiry alone does not block writes. Had nobody taken over, worker-a's late write");
+  std::puts(
+      "   would land, harmlessly: the fence only refuses a token older than the newest one.\n");
 }
 
 }  // namespace demo

@@ -67,11 +67,13 @@ asio::awaitable<void> stock_race() {
     const int left = (co_await backend.read("sku-1", "stock")).value.value().get<int>();
     table.add({sp::to_string(mode), std::to_string(confirmed), std::to_string(left),
                std::to_string(reruns),
-               confirmed == 1 ? "ok: sold exactly once"
-                              : fmt::format("OVERSOLD: {} customers were promised 1 item", confirmed)});
+               confirmed == 1
+                   ? "ok: sold exactly once"
+                   : fmt::format("OVERSOLD: {} customers were promised 1 item", confirmed)});
   }
   table.print();
-  std::puts("\n   none is last-writer-wins: every agent read stock=1 and wrote 0, so all five were");
+  std::puts(
+      "\n   none is last-writer-wins: every agent read stock=1 and wrote 0, so all five were");
   std::puts("   confirmed. The other modes detect the conflict (or lock) and re-run the losers on");
   std::puts("   fresh state, where they see stock=0.\n");
 }

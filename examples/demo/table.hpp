@@ -21,7 +21,8 @@ class Table {
       std::string line = "  ";
       for (std::size_t i = 0; i < rows_[n].size(); ++i) {
         line += rows_[n][i];
-        if (i + 1 < rows_[n].size()) line += std::string(width[i] - display_width(rows_[n][i]) + 2, ' ');
+        if (i + 1 < rows_[n].size())
+          line += std::string(width[i] - display_width(rows_[n][i]) + 2, ' ');
       }
       std::puts(line.c_str());
       if (n == 0) {
@@ -36,8 +37,8 @@ class Table {
  private:
   // Counts UTF-8 code points, so a column with a "✗" still lines up.
   static std::size_t display_width(const std::string& s) {
-    return static_cast<std::size_t>(
-        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    return static_cast<std::size_t>(std::count_if(
+        s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
   }
   std::vector<std::vector<std::string>> rows_;
 };

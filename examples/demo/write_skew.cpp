@@ -22,8 +22,8 @@ namespace {
 
 asio::awaitable<int> go_off_call(Mgr& manager, std::string doctor, sp::Isolation mode) {
   auto leave = [&doctor](sp::Session<sp::MemoryBackend>& s) -> asio::awaitable<int> {
-    const int on_call = (co_await s.read("alice")).value().get<int>() +
-                        (co_await s.read("bob")).value().get<int>();
+    const int on_call =
+        (co_await s.read("alice")).value().get<int>() + (co_await s.read("bob")).value().get<int>();
     asio::steady_timer t(co_await asio::this_coro::executor, 2ms);
     co_await t.async_wait(asio::use_awaitable);
     if (on_call < 2) co_return 0;  // the rule: someone must stay
@@ -37,9 +37,11 @@ asio::awaitable<int> go_off_call(Mgr& manager, std::string doctor, sp::Isolation
 }  // namespace
 
 asio::awaitable<void> write_skew() {
-  std::puts("3. Doctors on call: each checks \"someone else is on call\" and leaves (write skew)\n");
+  std::puts(
+      "3. Doctors on call: each checks \"someone else is on call\" and leaves (write skew)\n");
   Table table({"isolation", "went off call", "still on call", "verdict"});
-  for (auto mode : {sp::Isolation::snapshot, sp::Isolation::serializable, sp::Isolation::optimistic}) {
+  for (auto mode :
+       {sp::Isolation::snapshot, sp::Isolation::serializable, sp::Isolation::optimistic}) {
     sp::MemoryBackend backend;
     Mgr manager(backend);
     co_await manager.register_resource("ward", sp::Value::parse(R"({"alice": 1, "bob": 1})"));
@@ -53,7 +55,8 @@ asio::awaitable<void> write_skew() {
                still >= 1 ? "ok: the rule holds" : "WRITE SKEW: nobody is on call"});
   }
   table.print();
-  std::puts("\n   snapshot validates only the keys a session wrote, and the two wrote different keys.");
+  std::puts(
+      "\n   snapshot validates only the keys a session wrote, and the two wrote different keys.");
   std::puts("   serializable (and optimistic) also validate what was read, so the second doctor");
   std::puts("   re-runs, sees one doctor left and stays.\n");
 }

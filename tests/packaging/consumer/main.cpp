@@ -18,7 +18,8 @@ static asio::awaitable<int> consume() {
   auto a = co_await manager.lease("job-42", "worker-a", std::chrono::seconds(30));
   co_await backend.release_lease(a);
   auto b = co_await manager.lease("job-42", "worker-b", std::chrono::seconds(30));
-  auto stale = co_await manager.session(sp::SessionOptions("worker-a").resource("job-42").fence(a.token));
+  auto stale =
+      co_await manager.session(sp::SessionOptions("worker-a").resource("job-42").fence(a.token));
   co_await stale.write("status", "running");
   try {
     co_await stale.commit();
