@@ -304,10 +304,9 @@ asio::awaitable<bool> PostgresBackend::release_lease(Lease lease) {
 asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
   detail::validate_name("resource name", resource);
   auto job = [resource](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::current_fence.name, resource);
-        });
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::current_fence.name, resource);
+    });
     return r.at(0)[0].as<Token>();
   };
   co_return co_await pg::call<Token>(*impl_->pool_queue, std::move(job));
@@ -331,10 +330,9 @@ asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string k
   detail::validate_name("resource name", resource);
   detail::validate_name("key", key);
   auto job = [resource, key](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::read.name, resource, key);
-        });
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::read.name, resource, key);
+    });
     const auto row = r.at(0);
     if (!row[0].as<bool>()) throw ResourceNotFoundError(resource);
     return Entry{json_field(row[1]), row[2].as<Version>()};
@@ -346,9 +344,9 @@ asio::awaitable<std::vector<ResourceSnapshot>> PostgresBackend::snapshot(
     std::vector<std::string> resources) {
   for (const auto& r : resources) detail::validate_name("resource name", r);
   auto job = [names = names_json(resources)](pg::Link& link) {
-    auto r = pg::autocommit(
-        link, pg::Outcome::nothing_applied, false,
-        [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::snapshot.name, names); });
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::snapshot.name, names);
+    });
     std::vector<ResourceSnapshot> out;
     bool fresh = true;  // rows of one resource come together, in the order asked
     std::string last;
@@ -381,7 +379,7 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
   };
   if (isolation != Isolation::pessimistic) {
     auto job = [check](pg::Link& link) {
-      pg::autocommit(link, pg::Outcome::nothing_applied, false,
+      pg::autocommit(link, pg::Outcome::read_only, false,
                      [&](pqxx::nontransaction& n) { check(n); });
       return 0;
     };

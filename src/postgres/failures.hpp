@@ -3,6 +3,7 @@
 // commit was sent and the connection broke, the outcome is unknown.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <pqxx/pqxx>
@@ -16,9 +17,18 @@
 namespace statepact::detail::pg {
 
 enum class Outcome {
-  nothing_applied,  // a read, a lease operation, or a statement inside an open transaction
+  read_only,        // changes nothing: safe to send again on a fresh connection
+  nothing_applied,  // a lease operation, or a statement inside an open transaction
   commit_unknown,   // an autocommitted commit: the server may have applied it
 };
+
+// A connection the server ended (pg_terminate_backend, a restart) can still look alive to the
+// poll before the statement, so the first statement after it fails. For a read that is no reason
+// to fail the caller: it goes once more on a new connection.
+inline bool connection_class(const pqxx::sql_error& e) {
+  const std::string& state = e.sqlstate();
+  return state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0;
+}
 
 // The connection broke (or the server ended it) while a statement was in flight.
 [[noreturn]] inline void connection_lost(Link& link, const char* what, Outcome outcome,
@@ -45,24 +55,37 @@ enum class Outcome {
         fmt::format("PostgreSQL statement timed out or was cancelled: {}", e.what()));
   // Connection exceptions (08) and operator intervention (57P01 terminated, 57P02 crash, 57P03
   // cannot connect now): the session is gone with the statement.
-  if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0)
-    connection_lost(link, e.what(), outcome, has_idempotency_key);
+  if (connection_class(e)) connection_lost(link, e.what(), outcome, has_idempotency_key);
   throw std::runtime_error(fmt::format("PostgreSQL error {}: {}", state, e.what()));
 }
 
 // Runs `f` on the pool connection, in autocommit, and maps its failures.
 template <class F>
 auto autocommit(Link& link, Outcome outcome, bool has_idempotency_key, F f) {
-  pqxx::connection& conn = link.connection();
-  try {
-    pqxx::nontransaction n(conn);
-    return f(n);
-  } catch (const pqxx::broken_connection& e) {
-    connection_lost(link, e.what(), outcome, has_idempotency_key);
-  } catch (const pqxx::sql_error& e) {
-    sql_failed(link, e, outcome, has_idempotency_key);
-  } catch (const pqxx::in_doubt_error& e) {
-    connection_lost(link, e.what(), outcome, has_idempotency_key);
+  for (bool again = false;; again = true) {
+    pqxx::connection& conn = link.connection();
+    std::optional<pqxx::nontransaction> n;
+    try {
+      n.emplace(conn);
+    } catch (const pqxx::broken_connection& e) {
+      // Dead before anything was sent: whatever the statement, nothing happened. One new
+      // connection is worth a try; a second failure is the server being unreachable.
+      if (again) connection_lost(link, e.what(), Outcome::nothing_applied, has_idempotency_key);
+      link.drop();
+      continue;
+    }
+    const bool may_resend = outcome == Outcome::read_only && !again;
+    try {
+      return f(*n);
+    } catch (const pqxx::broken_connection& e) {
+      if (!may_resend) connection_lost(link, e.what(), outcome, has_idempotency_key);
+    } catch (const pqxx::sql_error& e) {
+      if (!may_resend || !connection_class(e)) sql_failed(link, e, outcome, has_idempotency_key);
+    } catch (const pqxx::in_doubt_error& e) {
+      connection_lost(link, e.what(), outcome, has_idempotency_key);
+    }
+    n.reset();
+    link.drop();
   }
 }
 
