@@ -1,29 +1,65 @@
-// The conformance fixture for RedisBackend against the server named by STATEPACT_TEST_REDIS_URL
-// (scripts/servers/redis.sh starts one).
+// The conformance fixture for RedisBackend against a real server named by STATEPACT_TEST_REDIS_URL
+// (scripts/servers/redis.sh starts one). Time is real: advance() sleeps.
 #pragma once
+
+#include <atomic>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <statepact/redis.hpp>
 
-#include "server_fixture.hpp"
+#include "fixture.hpp"
 
 namespace statepact::test {
 
 inline std::string redis_test_url() {
-  return server_url("STATEPACT_TEST_REDIS_URL",
-                    "start a server with scripts/servers/redis.sh (redis_start) or point it at "
-                    "one, e.g. redis://127.0.0.1:56379/0");
+  const char* url = std::getenv("STATEPACT_TEST_REDIS_URL");
+  if (!url || !*url)
+    throw std::runtime_error(
+        "STATEPACT_TEST_REDIS_URL is not set: start a server with scripts/servers/redis.sh "
+        "(redis_start) or point it at one, e.g. redis://127.0.0.1:56379/0");
+  return url;
 }
 
-struct RedisFixture : ServerFixtureBase {
+struct RedisFixture {
   using backend_type = RedisBackend;
   static constexpr const char* name = "redis";
 
   explicit RedisFixture(asio::any_io_executor ex, milliseconds retention = std::chrono::hours(24))
-      : backend_(ex, redis_test_url(), RedisOptions().idempotency_retention(retention)) {}
+      : backend_(ex, redis_test_url(), RedisOptions().idempotency_retention(retention)),
+        suffix_(fmt::format("{}-{}", process_suffix(), ++instances())) {}
 
   backend_type& backend() { return backend_; }
+  // The server outlives tests: names are unique to this process and this fixture.
+  std::string resource(std::string base) const { return base + "~" + suffix_; }
+  milliseconds short_ttl() const { return 300ms; }
+  asio::awaitable<void> advance(milliseconds d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(asio::use_awaitable);
+  }
+
+ private:
+  static const std::string& process_suffix() {
+    static const std::string s = [] {
+      std::random_device rd;
+      return fmt::format("{:08x}{:08x}", rd(), rd());
+    }();
+    return s;
+  }
+  static std::atomic<int>& instances() {
+    static std::atomic<int> n{0};
+    return n;
+  }
 
   RedisBackend backend_;
+  std::string suffix_;
 };
 
 }  // namespace statepact::test
