@@ -18,14 +18,13 @@ STATEPACT_BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config libasio-dev li
   nlohmann-json3-dev catch2)
 STATEPACT_BACKEND_PACKAGES=(libpqxx-dev libhiredis-dev postgresql redis-server)
 
-# Configures (once) and builds a build tree. Usage: build_tree DIR [cmake args...]
+# Configures and builds a build tree. Usage: build_tree DIR [cmake args...]
 build_tree() {
   local dir=$1
   shift
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$STATEPACT_ROOT" -B "$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
-  fi
+  # Configure every time (seconds when nothing changed), so changed options reach old build trees.
+  cmake -S "$STATEPACT_ROOT" -B "$dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
   cmake --build "$dir" -j "$(nproc)"
 }
