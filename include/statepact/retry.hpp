@@ -45,10 +45,6 @@ class RetryPolicy {
     return detail::full_jitter(detail::backoff_ceiling(attempt, initial_, multiplier_, cap_), unit);
   }
 
-  // Errors of unknown outcome say themselves whether they may be retried (only with an
-  // idempotency key); LeaseLostError never is.
-  static bool should_retry(const Error& e) { return e.retryable(); }
-
  private:
   int max_attempts_ = 5;
   milliseconds initial_{10};

@@ -232,16 +232,6 @@ class MemoryBackend {
     co_return result;
   }
 
-  // Counts for tests and monitoring.
-  std::size_t idempotency_records() const {
-    std::lock_guard guard(mu_);
-    return idempotency_.size();
-  }
-  bool holds_no_locks() const {
-    std::lock_guard guard(mu_);
-    return locks_.empty() && waiters_.empty();
-  }
-
  private:
   struct ResourceData {
     Version version = 0;
