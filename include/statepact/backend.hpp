@@ -5,6 +5,7 @@
 #include <concepts>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <asio/awaitable.hpp>
@@ -35,6 +36,18 @@ concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds
   { b.end_session(id) }
   noexcept;
   { b.commit(req) } -> std::same_as<asio::awaitable<CommitResult>>;
+};
+
+// Optional: a backend whose state operations never wait on I/O (the memory backend) may also offer
+// them as plain calls. Sessions then call those directly and skip a coroutine frame per operation;
+// pessimistic lock waits, which can suspend, still go through lock().
+template <class B>
+concept InlineBackend = Backend<B> &&
+    requires(B& b, const std::string& s, const std::vector<std::string>& names, CommitRequest req) {
+  { b.begin_session_now(names, Isolation::none) } -> std::same_as<SessionId>;
+  { b.read_now(s, s) } -> std::same_as<Entry>;
+  { b.snapshot_now(names) } -> std::same_as<std::vector<ResourceSnapshot>>;
+  { b.commit_now(std::move(req)) } -> std::same_as<CommitResult>;
 };
 
 }  // namespace statepact

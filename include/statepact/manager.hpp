@@ -54,7 +54,11 @@ class Manager {
 
   asio::awaitable<Session<B>> session(SessionOptions options) {
     options.normalize();
-    const SessionId id = co_await backend_->begin_session(options.resources(), options.isolation());
+    SessionId id;
+    if constexpr (InlineBackend<B>)
+      id = backend_->begin_session_now(options.resources(), options.isolation());
+    else
+      id = co_await backend_->begin_session(options.resources(), options.isolation());
     co_return Session<B>(*backend_, std::move(options), id);
   }
 

@@ -3,10 +3,8 @@
 // isolation mode's validation checked by storage in the same step.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -14,6 +12,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/detail/fingerprint.hpp>
+#include <statepact/detail/flat_map.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/session_options.hpp>
@@ -88,7 +87,11 @@ class Session {
     CommitRequest req = take_request();
     state_ = State::failed;  // until storage says otherwise; locks are released below either way
     try {
-      CommitResult result = co_await backend_->commit(std::move(req));
+      CommitResult result;
+      if constexpr (InlineBackend<B>)
+        result = backend_->commit_now(std::move(req));
+      else
+        result = co_await backend_->commit(std::move(req));
       state_ = State::committed;
       co_return result;
     } catch (...) {
@@ -144,19 +147,29 @@ class Session {
   // One round trip takes a consistent copy of every resource of the session.
   asio::awaitable<void> ensure_snapshot() {
     if (snapshot_) co_return;
-    auto snaps = co_await backend_->snapshot(options_.resources());
-    std::unordered_map<std::string, ResourceSnapshot> by_name;
-    for (auto& s : snaps) {
-      std::string name = s.resource;
-      by_name.emplace(std::move(name), std::move(s));
-    }
-    snapshot_ = std::move(by_name);
+    std::vector<ResourceSnapshot> snaps;
+    if constexpr (InlineBackend<B>)
+      snaps = backend_->snapshot_now(options_.resources());
+    else
+      snaps = co_await backend_->snapshot(options_.resources());
+    std::sort(snaps.begin(), snaps.end(), [](const ResourceSnapshot& a, const ResourceSnapshot& b) {
+      return a.resource < b.resource;
+    });
+    snapshot_ = std::move(snaps);
   }
 
-  Entry snapshot_entry(const std::string& resource, const std::string& key) const {
-    const auto& entries = snapshot_->at(resource).entries;
-    auto it = entries.find(key);
-    return it == entries.end() ? Entry{} : it->second;
+  // Where the snapshot has the key; nullptr when the key is absent (never written).
+  const Entry* snapshot_entry(const std::string& resource, const std::string& key) const {
+    auto r = std::lower_bound(
+        snapshot_->begin(), snapshot_->end(), resource,
+        [](const ResourceSnapshot& s, const std::string& name) { return s.resource < name; });
+    if (r == snapshot_->end() || r->resource != resource) throw ResourceNotFoundError(resource);
+    auto it = r->entries.find(key);
+    return it == r->entries.end() ? nullptr : &it->second;
+  }
+  Version snapshot_version(const std::string& resource, const std::string& key) const {
+    const Entry* e = snapshot_entry(resource, key);
+    return e ? e->version : 0;
   }
 
   asio::awaitable<std::optional<Value>> do_read(std::optional<std::string> resource,
@@ -170,12 +183,15 @@ class Session {
     switch (isolation()) {
       case Isolation::none:
       case Isolation::optimistic:
-        entry = co_await backend_->read(k.first, k.second);
+        if constexpr (InlineBackend<B>)
+          entry = backend_->read_now(k.first, k.second);
+        else
+          entry = co_await backend_->read(k.first, k.second);
         break;
       case Isolation::snapshot:
       case Isolation::serializable:
         co_await ensure_snapshot();
-        entry = snapshot_entry(k.first, k.second);
+        if (const Entry* e = snapshot_entry(k.first, k.second)) entry = *e;
         break;
       case Isolation::pessimistic:
         entry = co_await lock(k, for_update ? LockMode::exclusive : LockMode::shared);
@@ -193,7 +209,7 @@ class Session {
     check_target(k.first, k.second);
     if (uses_snapshot()) co_await ensure_snapshot();  // a write-only session's snapshot point
     if (isolation() == Isolation::pessimistic) co_await lock(k, LockMode::exclusive);
-    writes_[std::move(k)] = std::move(value);
+    writes_.assign(std::move(k), std::move(value));
   }
 
   // Pessimistic: asks storage only for a lock the session does not hold yet.
@@ -203,7 +219,7 @@ class Session {
         (it->second.first == LockMode::exclusive || mode == LockMode::shared))
       co_return it->second.second;
     Entry entry = co_await backend_->lock(id_, k.first, k.second, mode, options_.lock_timeout());
-    locked_[k] = {mode, entry};
+    locked_.assign(k, std::make_pair(mode, entry));
     co_return entry;
   }
 
@@ -218,6 +234,7 @@ class Session {
     auto check = [&](const Key& k, Version v) {
       req.checks.push_back(ReadCheck{k.first, k.second, v});
     };
+    req.checks.reserve(seen_.size() + writes_.size());
     switch (isolation()) {
       case Isolation::none:
         break;
@@ -227,13 +244,13 @@ class Session {
         break;
       case Isolation::snapshot:
         if (snapshot_)
-          for (const auto& [k, w] : writes_) check(k, snapshot_entry(k.first, k.second).version);
+          for (const auto& [k, w] : writes_) check(k, snapshot_version(k.first, k.second));
         break;
       case Isolation::serializable:
         if (snapshot_) {
           for (const auto& [k, v] : seen_) check(k, v);
           for (const auto& [k, w] : writes_)
-            if (!seen_.count(k)) check(k, snapshot_entry(k.first, k.second).version);
+            if (!seen_.contains(k)) check(k, snapshot_version(k.first, k.second));
         }
         break;
     }
@@ -247,10 +264,10 @@ class Session {
   SessionOptions options_;
   SessionId id_;
   State state_ = State::active;
-  std::map<Key, std::optional<Value>> writes_;
-  std::map<Key, Version> seen_;
-  std::optional<std::unordered_map<std::string, ResourceSnapshot>> snapshot_;
-  std::map<Key, std::pair<LockMode, Entry>> locked_;
+  detail::FlatMap<Key, std::optional<Value>> writes_;
+  detail::FlatMap<Key, Version> seen_;
+  std::optional<std::vector<ResourceSnapshot>> snapshot_;  // sorted by resource
+  detail::FlatMap<Key, std::pair<LockMode, Entry>> locked_;
 };
 
 }  // namespace statepact

@@ -19,32 +19,39 @@ class SessionOptions {
 
   SessionOptions& resource(std::string name) {
     resources_.push_back(std::move(name));
+    normalized_ = false;
     return *this;
   }
   SessionOptions& resources(const std::vector<std::string>& names) {
     resources_.insert(resources_.end(), names.begin(), names.end());
+    normalized_ = false;
     return *this;
   }
   SessionOptions& isolation(Isolation i) {
     isolation_ = i;
+    normalized_ = false;
     return *this;
   }
   // A token for a single-resource session.
   SessionOptions& fence(Token token) {
     pending_token_ = token;
+    normalized_ = false;
     return *this;
   }
   SessionOptions& fence(std::string resource, Token token) {
     fences_.push_back(FenceCheck{std::move(resource), token});
+    normalized_ = false;
     return *this;
   }
   SessionOptions& fence(const Lease& lease) { return fence(lease.resource, lease.token); }
   SessionOptions& idempotency_key(std::string key) {
     idempotency_key_ = std::move(key);
+    normalized_ = false;
     return *this;
   }
   SessionOptions& lock_timeout(milliseconds d) {
     lock_timeout_ = d;
+    normalized_ = false;
     return *this;
   }
 
@@ -68,6 +75,8 @@ class SessionOptions {
   std::vector<FenceCheck> fences_;
   std::optional<std::string> idempotency_key_;
   milliseconds lock_timeout_{5000};
+  bool normalized_ =
+      false;  // set by normalize(), cleared by every setter: a reused value is checked once
 };
 
 }  // namespace statepact
@@ -77,6 +86,7 @@ class SessionOptions {
 namespace statepact {
 
 inline void SessionOptions::normalize() {
+  if (normalized_) return;
   // Every check runs before anything is changed, so a throw leaves the options as they were.
   detail::validate_name("agent id", agent_id_);
   if (resources_.empty())
@@ -123,6 +133,7 @@ inline void SessionOptions::normalize() {
                               return a.resource == b.resource;
                             }),
                 fences_.end());
+  normalized_ = true;
 }
 
 inline SessionOptions SessionOptions::normalized() const {

@@ -50,6 +50,20 @@ TEST_CASE("session options: normalized, with clear errors", "[unit][session-opti
                   sp::InvalidArgumentError);
 }
 
+TEST_CASE("session options: a setter after normalize() is checked again",
+          "[unit][session-options]") {
+  auto options = sp::SessionOptions("agent").resource("b").resource("a");
+  options.normalize();
+  options.normalize();  // a second call changes nothing
+  CHECK(options.resources() == std::vector<std::string>{"a", "b"});
+  options.resource("a").lock_timeout(0ms);
+  CHECK_THROWS_AS(options.normalize(), sp::InvalidArgumentError);
+  CHECK(options.resources() == std::vector<std::string>{"a", "b", "a"});  // unchanged by the throw
+  options.lock_timeout(10ms);
+  options.normalize();
+  CHECK(options.resources() == std::vector<std::string>{"a", "b"});
+}
+
 TEST_CASE("fingerprints ignore order and tell different writes apart", "[unit][idempotency]") {
   std::vector<sp::WriteOp> w1{{"r", "a", sp::Value(1)}, {"s", "b", std::nullopt}};
   std::vector<sp::WriteOp> w2{{"s", "b", std::nullopt}, {"r", "a", sp::Value(1)}};

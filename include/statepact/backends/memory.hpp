@@ -109,32 +109,17 @@ class MemoryBackend {
   }
 
   asio::awaitable<Entry> read(std::string resource, std::string key) {
-    detail::validate_name("resource name", resource);
-    detail::validate_name("key", key);
-    std::lock_guard guard(mu_);
-    co_return entry_of(find_resource(resource), key);
+    co_return read_now(resource, key);
   }
 
   asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources) {
-    for (const auto& r : resources) detail::validate_name("resource name", r);
-    std::vector<ResourceSnapshot> out;
-    out.reserve(resources.size());
-    std::lock_guard guard(mu_);
-    for (auto& r : resources) {
-      const auto& data = find_resource(r);
-      ResourceSnapshot snap{std::move(r), data.version, {}};
-      snap.entries.insert(data.entries.begin(), data.entries.end());
-      out.push_back(std::move(snap));
-    }
-    co_return out;
+    co_return snapshot_now(resources);
   }
 
   // ---- sessions ------------------------------------------------------------------------------
 
-  asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation) {
-    std::lock_guard guard(mu_);
-    for (const auto& r : resources) find_resource(r);
-    co_return ++next_session_;
+  asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation mode) {
+    co_return begin_session_now(resources, mode);
   }
 
   asio::awaitable<Entry> lock(SessionId session, std::string resource, std::string key,
@@ -196,7 +181,38 @@ class MemoryBackend {
     wake(granted);
   }
 
-  asio::awaitable<CommitResult> commit(CommitRequest req) {
+  asio::awaitable<CommitResult> commit(CommitRequest req) { co_return commit_now(std::move(req)); }
+
+  // ---- the same operations as plain calls (InlineBackend): nothing here waits ----------------
+
+  Entry read_now(const std::string& resource, const std::string& key) {
+    detail::validate_name("resource name", resource);
+    detail::validate_name("key", key);
+    std::lock_guard guard(mu_);
+    return entry_of(find_resource(resource), key);
+  }
+
+  std::vector<ResourceSnapshot> snapshot_now(const std::vector<std::string>& resources) {
+    for (const auto& r : resources) detail::validate_name("resource name", r);
+    std::vector<ResourceSnapshot> out;
+    out.reserve(resources.size());
+    std::lock_guard guard(mu_);
+    for (const auto& r : resources) {
+      const auto& data = find_resource(r);
+      ResourceSnapshot snap{r, data.version, {}};
+      snap.entries.insert(data.entries.begin(), data.entries.end());
+      out.push_back(std::move(snap));
+    }
+    return out;
+  }
+
+  SessionId begin_session_now(const std::vector<std::string>& resources, Isolation) {
+    std::lock_guard guard(mu_);
+    for (const auto& r : resources) find_resource(r);
+    return ++next_session_;
+  }
+
+  CommitResult commit_now(CommitRequest req) {
     detail::validate_name("agent id", req.agent_id);
     if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
     for (const auto& w : req.writes) detail::validate_name("key", w.key);
@@ -229,7 +245,7 @@ class MemoryBackend {
       }
     }
     wake(granted);
-    co_return result;
+    return result;
   }
 
  private:
@@ -261,7 +277,7 @@ class MemoryBackend {
   }
 
   // Checks everything first and only then writes, so a failed commit changes nothing.
-  CommitResult apply(const CommitRequest& req) {
+  CommitResult apply(CommitRequest& req) {
     for (const auto& r : req.resources) find_resource(r);
     for (const auto& w : req.writes) find_resource(w.resource);
     for (const auto& f : req.fences) {
@@ -270,16 +286,21 @@ class MemoryBackend {
                             it == leases_.end() ? 0 : it->second.high_water, f.token);
     }
     for (const auto& c : req.checks) {
-      const Version found = entry_of(find_resource(c.resource), c.key).version;
+      const auto& entries = find_resource(c.resource).entries;
+      const auto it = entries.find(c.key);
+      const Version found = it == entries.end() ? 0 : it->second.version;
       if (found != c.expected_version)
         throw ConflictError(c.resource, c.key, c.expected_version, found);
     }
     CommitResult result;
-    for (const auto& w : req.writes) {
+    // Nothing can fail from here on, so the values move into storage.
+    for (auto& w : req.writes) {
       auto& data = resources_.find(w.resource)->second;
       auto [it, first] = result.versions.try_emplace(w.resource, data.version + 1);
       if (first) data.version = it->second;
-      data.entries[w.key] = Entry{w.value, data.version};
+      Entry& e = data.entries[w.key];
+      e.value = std::move(w.value);
+      e.version = data.version;
     }
     return result;
   }
@@ -316,6 +337,6 @@ class MemoryBackend {
   std::uint64_t next_session_ = 0;
 };
 
-static_assert(Backend<MemoryBackend>);
+static_assert(InlineBackend<MemoryBackend>);
 
 }  // namespace statepact
