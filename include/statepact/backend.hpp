@@ -40,7 +40,7 @@ concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds
 
 // Optional: a backend whose state operations never wait on I/O (the memory backend) may also offer
 // them as plain calls. Sessions then call those directly and skip a coroutine frame per operation;
-// pessimistic lock waits, which can suspend, still go through lock().
+// a pessimistic lock is tried with try_lock_now() and only waited for through lock().
 template <class B>
 concept InlineBackend = Backend<B> &&
     requires(B& b, const std::string& s, const std::vector<std::string>& names, CommitRequest req) {
@@ -48,6 +48,7 @@ concept InlineBackend = Backend<B> &&
   { b.read_now(s, s) } -> std::same_as<Entry>;
   { b.snapshot_now(names) } -> std::same_as<std::vector<ResourceSnapshot>>;
   { b.commit_now(std::move(req)) } -> std::same_as<CommitResult>;
+  { b.try_lock_now(SessionId{}, s, s, LockMode::shared) } -> std::same_as<std::optional<Entry>>;
 };
 
 }  // namespace statepact

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,10 +33,8 @@ class Session {
         options_(std::move(other.options_)),
         id_(other.id_),
         state_(std::exchange(other.state_, State::moved_from)),
-        writes_(std::move(other.writes_)),
-        seen_(std::move(other.seen_)),
-        snapshot_(std::move(other.snapshot_)),
-        locked_(std::move(other.locked_)) {}
+        keys_(std::move(other.keys_)),
+        snapshot_(std::move(other.snapshot_)) {}
   Session& operator=(Session&&) = delete;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -160,6 +159,7 @@ class Session {
 
   // Where the snapshot has the key; nullptr when the key is absent (never written).
   const Entry* snapshot_entry(const std::string& resource, const std::string& key) const {
+    if (!snapshot_) throw std::logic_error("statepact: session snapshot used before it was taken");
     auto r = std::lower_bound(
         snapshot_->begin(), snapshot_->end(), resource,
         [](const ResourceSnapshot& s, const std::string& name) { return s.resource < name; });
@@ -178,7 +178,8 @@ class Session {
     require_active(op);
     Key k{resource ? std::move(*resource) : single_resource(op), std::move(key)};
     check_target(k.first, k.second);
-    if (auto w = writes_.find(k); w != writes_.end()) co_return w->second;  // read your own writes
+    if (auto t = keys_.find(k); t != keys_.end() && t->second.write)
+      co_return *t->second.write;  // read your own writes
     Entry entry;
     switch (isolation()) {
       case Isolation::none:
@@ -197,8 +198,11 @@ class Session {
         entry = co_await lock(k, for_update ? LockMode::exclusive : LockMode::shared);
         break;
     }
-    seen_.try_emplace(k, entry.version);  // the first version seen is what commit validates
-    co_return entry.value;
+    // The first version seen is what commit validates. (No iterator is kept across a co_await:
+    // inserting into the flat map moves its elements.)
+    auto& touched = keys_.try_emplace(std::move(k)).first->second;
+    if (!touched.seen) touched.seen = entry.version;
+    co_return std::move(entry.value);
   }
 
   asio::awaitable<void> do_write(std::optional<std::string> resource, std::string key,
@@ -209,21 +213,28 @@ class Session {
     check_target(k.first, k.second);
     if (uses_snapshot()) co_await ensure_snapshot();  // a write-only session's snapshot point
     if (isolation() == Isolation::pessimistic) co_await lock(k, LockMode::exclusive);
-    writes_.assign(std::move(k), std::move(value));
+    keys_.try_emplace(std::move(k)).first->second.write = std::move(value);
   }
 
   // Pessimistic: asks storage only for a lock the session does not hold yet.
   asio::awaitable<Entry> lock(const Key& k, LockMode mode) {
-    auto it = locked_.find(k);
-    if (it != locked_.end() &&
-        (it->second.first == LockMode::exclusive || mode == LockMode::shared))
-      co_return it->second.second;
-    Entry entry = co_await backend_->lock(id_, k.first, k.second, mode, options_.lock_timeout());
-    locked_.assign(k, std::make_pair(mode, entry));
+    if (auto t = keys_.find(k);
+        t != keys_.end() && t->second.lock &&
+        (t->second.lock->first == LockMode::exclusive || mode == LockMode::shared))
+      co_return t->second.lock->second;
+    Entry entry;
+    std::optional<Entry> now;
+    if constexpr (InlineBackend<B>) now = backend_->try_lock_now(id_, k.first, k.second, mode);
+    if (now)
+      entry = std::move(*now);
+    else
+      entry = co_await backend_->lock(id_, k.first, k.second, mode, options_.lock_timeout());
+    keys_.try_emplace(k).first->second.lock = std::make_pair(mode, entry);
     co_return entry;
   }
 
-  // The session is finished once it commits, so the buffered writes move into the request.
+  // The session is finished once it commits, so the buffered writes (and keys) move into the
+  // request.
   CommitRequest take_request() {
     CommitRequest req;
     req.session = id_;
@@ -231,43 +242,50 @@ class Session {
     req.resources = options_.resources();
     req.fences = options_.fences();
     req.idempotency_key = options_.idempotency_key();
-    auto check = [&](const Key& k, Version v) {
-      req.checks.push_back(ReadCheck{k.first, k.second, v});
-    };
-    req.checks.reserve(seen_.size() + writes_.size());
-    switch (isolation()) {
-      case Isolation::none:
-        break;
-      case Isolation::optimistic:
-      case Isolation::pessimistic:
-        for (const auto& [k, v] : seen_) check(k, v);
-        break;
-      case Isolation::snapshot:
-        if (snapshot_)
-          for (const auto& [k, w] : writes_) check(k, snapshot_version(k.first, k.second));
-        break;
-      case Isolation::serializable:
-        if (snapshot_) {
-          for (const auto& [k, v] : seen_) check(k, v);
-          for (const auto& [k, w] : writes_)
-            if (!seen_.contains(k)) check(k, snapshot_version(k.first, k.second));
-        }
-        break;
+    std::size_t writes = 0;
+    for (auto& [k, t] : keys_) {
+      // What commit validates for this key, per mode; none validates nothing.
+      std::optional<Version> expected;
+      switch (isolation()) {
+        case Isolation::none:
+          break;
+        case Isolation::optimistic:
+        case Isolation::pessimistic:
+          expected = t.seen;
+          break;
+        case Isolation::snapshot:  // first committer wins: only what it writes
+          if (t.write) expected = snapshot_version(k.first, k.second);
+          break;
+        case Isolation::serializable:  // everything it read, and what it writes unread
+          expected = t.seen;
+          if (!expected && t.write) expected = snapshot_version(k.first, k.second);
+          break;
+      }
+      if (expected) req.checks.push_back(ReadCheck{k.first, k.second, *expected});
+      if (t.write) ++writes;
     }
-    req.writes.reserve(writes_.size());
-    for (auto& [k, v] : writes_) req.writes.push_back(WriteOp{k.first, k.second, std::move(v)});
+    req.writes.reserve(writes);
+    for (auto& [k, t] : keys_)
+      if (t.write)
+        req.writes.push_back(WriteOp{std::move(k.first), std::move(k.second), std::move(*t.write)});
+    keys_ = {};
     if (req.idempotency_key) req.fingerprint = detail::fingerprint(req.resources, req.writes);
     return req;
   }
+
+  // Everything the session did with one key.
+  struct Touched {
+    std::optional<Version> seen;                     // the first version read
+    std::optional<std::optional<Value>> write;       // buffered; an empty value erases
+    std::optional<std::pair<LockMode, Entry>> lock;  // pessimistic: held, and what it showed
+  };
 
   B* backend_;
   SessionOptions options_;
   SessionId id_;
   State state_ = State::active;
-  detail::FlatMap<Key, std::optional<Value>> writes_;
-  detail::FlatMap<Key, Version> seen_;
+  detail::FlatMap<Key, Touched> keys_;
   std::optional<std::vector<ResourceSnapshot>> snapshot_;  // sorted by resource
-  detail::FlatMap<Key, std::pair<LockMode, Entry>> locked_;
 };
 
 }  // namespace statepact

@@ -126,7 +126,7 @@ class MemoryBackend {
                               LockMode mode, milliseconds timeout) {
     detail::validate_name("resource name", resource);
     detail::validate_name("key", key);
-    const std::string lock_key = resource + '\0' + key;
+    const std::string lock_key = lock_key_of(resource, key);
     const auto ex = co_await asio::this_coro::executor;
     std::shared_ptr<LockWaiter> waiter;
     {
@@ -206,6 +206,18 @@ class MemoryBackend {
     return out;
   }
 
+  // A pessimistic lock that is free now: granted, returning the key's latest entry. Otherwise
+  // nothing changes and the caller waits through lock().
+  std::optional<Entry> try_lock_now(SessionId session, const std::string& resource,
+                                    const std::string& key, LockMode mode) {
+    detail::validate_name("resource name", resource);
+    detail::validate_name("key", key);
+    std::lock_guard guard(mu_);
+    const auto& data = find_resource(resource);
+    if (!locks_.try_acquire(session, lock_key_of(resource, key), mode)) return std::nullopt;
+    return entry_of(data, key);
+  }
+
   SessionId begin_session_now(const std::vector<std::string>& resources, Isolation) {
     std::lock_guard guard(mu_);
     for (const auto& r : resources) find_resource(r);
@@ -269,6 +281,14 @@ class MemoryBackend {
     auto it = resources_.find(name);
     if (it == resources_.end()) throw ResourceNotFoundError(name);
     return it->second;
+  }
+
+  static std::string lock_key_of(const std::string& resource, const std::string& key) {
+    std::string k;
+    k.reserve(resource.size() + 1 + key.size());
+    k.append(resource).push_back('\0');
+    k.append(key);
+    return k;
   }
 
   static Entry entry_of(const ResourceData& data, const std::string& key) {

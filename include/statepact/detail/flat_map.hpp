@@ -36,10 +36,10 @@ class FlatMap {
 
   // Inserts only if the key is absent; returns where the key is and whether it was inserted.
   template <class... Args>
-  std::pair<iterator, bool> try_emplace(const K& key, Args&&... args) {
+  std::pair<iterator, bool> try_emplace(K key, Args&&... args) {
     auto it = lower_bound(key);
     if (it != items_.end() && it->first == key) return {it, false};
-    return {items_.emplace(it, std::piecewise_construct, std::forward_as_tuple(key),
+    return {items_.emplace(it, std::piecewise_construct, std::forward_as_tuple(std::move(key)),
                            std::forward_as_tuple(std::forward<Args>(args)...)),
             true};
   }

@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <statepact/commit_request.hpp>
@@ -18,6 +17,35 @@
 namespace statepact::detail {
 
 class LockTable {
+ private:
+  struct Waiter {
+    SessionId session;
+    LockMode mode;
+    std::uint64_t ticket;
+  };
+  // Vectors, not node containers: a key has a few holders and waiters, and an empty vector
+  // allocates nothing (an empty std::deque does).
+  struct KeyLock {
+    std::vector<std::pair<SessionId, LockMode>> holders;
+    std::vector<Waiter> queue;
+  };
+
+  template <class Lock>
+  static auto holder(Lock& lock, SessionId s) {
+    return std::find_if(lock.holders.begin(), lock.holders.end(),
+                        [s](const auto& h) { return h.first == s; });
+  }
+
+  // Records s as a holder of key in mode (an upgrade changes the mode of the existing hold).
+  void grant(KeyLock& lock, SessionId s, LockMode mode, const std::string& key) {
+    if (auto h = holder(lock, s); h != lock.holders.end()) {
+      h->second = mode;
+      return;
+    }
+    lock.holders.emplace_back(s, mode);
+    held_by_[s].push_back(key);
+  }
+
  public:
   enum class Outcome { granted, must_wait, deadlock };
 
@@ -29,21 +57,13 @@ class LockTable {
   // Either grants now, or queues the request (returning its ticket), or refuses it because waiting
   // would deadlock. A holder asking again for what it has (or less) is granted at once.
   Outcome acquire(SessionId s, const std::string& key, LockMode mode, std::uint64_t& ticket) {
+    if (try_acquire(s, key, mode)) return Outcome::granted;
     auto& lock = locks_[key];
-    auto held = lock.holders.find(s);
-    if (held != lock.holders.end() &&
-        (held->second == LockMode::exclusive || mode == LockMode::shared))
-      return Outcome::granted;
-    bool upgrade = held != lock.holders.end();
-    if (grantable(lock, s, mode) && (upgrade || lock.queue.empty())) {
-      lock.holders[s] = mode;
-      held_by_[s].insert(key);
-      return Outcome::granted;
-    }
+    const bool upgrade = holder(lock, s) != lock.holders.end();
     Waiter w{s, mode, ++next_ticket_};
     // An upgrade goes first: it already holds the lock, so nobody behind it can be granted anyway.
     if (upgrade)
-      lock.queue.push_front(w);
+      lock.queue.insert(lock.queue.begin(), w);
     else
       lock.queue.push_back(w);
     waiting_on_[s] = key;
@@ -55,10 +75,26 @@ class LockTable {
     return Outcome::must_wait;
   }
 
+  // Grants now if that needs no wait; otherwise changes nothing and returns false.
+  bool try_acquire(SessionId s, const std::string& key, LockMode mode) {
+    auto it = locks_.find(key);
+    if (it == locks_.end()) {
+      grant(locks_[key], s, mode, key);
+      return true;
+    }
+    auto& lock = it->second;
+    auto held = holder(lock, s);
+    const bool upgrade = held != lock.holders.end();
+    if (upgrade && (held->second == LockMode::exclusive || mode == LockMode::shared)) return true;
+    if (!grantable(lock, s, mode) || !(upgrade || lock.queue.empty())) return false;
+    grant(lock, s, mode, key);
+    return true;
+  }
+
   bool holds(SessionId s, const std::string& key, LockMode mode) const {
     auto it = locks_.find(key);
     if (it == locks_.end()) return false;
-    auto h = it->second.holders.find(s);
+    auto h = holder(it->second, s);
     return h != it->second.holders.end() &&
            (h->second == LockMode::exclusive || mode == LockMode::shared);
   }
@@ -86,7 +122,8 @@ class LockTable {
     for (const auto& key : keys) {
       auto l = locks_.find(key);
       if (l == locks_.end()) continue;
-      l->second.holders.erase(s);
+      auto& holders = l->second.holders;
+      if (auto h = holder(l->second, s); h != holders.end()) holders.erase(h);
       promote(key, granted);
     }
     return granted;
@@ -99,16 +136,6 @@ class LockTable {
   bool empty() const { return locks_.empty() && waiting_on_.empty() && held_by_.empty(); }
 
  private:
-  struct Waiter {
-    SessionId session;
-    LockMode mode;
-    std::uint64_t ticket;
-  };
-  struct KeyLock {
-    std::map<SessionId, LockMode> holders;
-    std::deque<Waiter> queue;
-  };
-
   static bool compatible(LockMode a, LockMode b) {
     return a == LockMode::shared && b == LockMode::shared;
   }
@@ -127,9 +154,8 @@ class LockTable {
     while (!lock.queue.empty()) {
       const Waiter w = lock.queue.front();
       if (!grantable(lock, w.session, w.mode)) break;
-      lock.queue.pop_front();
-      lock.holders[w.session] = w.mode;
-      held_by_[w.session].insert(key);
+      lock.queue.erase(lock.queue.begin());
+      grant(lock, w.session, w.mode, key);
       waiting_on_.erase(w.session);
       granted.push_back({w.session, w.ticket});
     }
@@ -182,7 +208,7 @@ class LockTable {
 
   std::unordered_map<std::string, KeyLock> locks_;
   std::unordered_map<SessionId, std::string> waiting_on_;
-  std::unordered_map<SessionId, std::unordered_set<std::string>> held_by_;
+  std::unordered_map<SessionId, std::vector<std::string>> held_by_;  // each key once
   std::uint64_t next_ticket_ = 0;
 };
 
