@@ -82,3 +82,31 @@ TEST_CASE("a cancelled wait leaves the queue and may let others in", "[unit][loc
   t.release_all(3);
   CHECK(t.empty());
 }
+
+TEST_CASE("try_acquire grants only what needs no wait, and otherwise changes nothing",
+          "[unit][locks]") {
+  Table t;
+  std::uint64_t ticket = 0;
+  CHECK(t.try_acquire(1, "x", LockMode::exclusive));
+  CHECK(t.try_acquire(1, "x", LockMode::shared));  // already held, stronger
+  CHECK_FALSE(t.try_acquire(2, "x", LockMode::shared));
+  CHECK(t.held_count(2) == 0);
+  CHECK(t.acquire(3, "x", LockMode::shared, ticket) == O::must_wait);
+  // A refused try leaves no queue entry: only the waiter that really waits is granted.
+  auto granted = t.release_all(1);
+  REQUIRE(granted.size() == 1);
+  CHECK(granted[0].session == 3);
+  // A free shared lock is shared; a queued writer keeps later readers out (FIFO).
+  CHECK(t.try_acquire(2, "x", LockMode::shared));
+  CHECK(t.acquire(4, "x", LockMode::exclusive, ticket) == O::must_wait);
+  CHECK_FALSE(t.try_acquire(5, "x", LockMode::shared));
+  // The sole holder upgrades in place; its key is recorded once.
+  CHECK(t.try_acquire(6, "y", LockMode::shared));
+  CHECK(t.try_acquire(6, "y", LockMode::exclusive));
+  CHECK(t.held_count(6) == 1);
+  t.release_all(2);
+  t.release_all(3);
+  t.release_all(4);
+  t.release_all(6);
+  CHECK(t.empty());
+}
