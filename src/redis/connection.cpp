@@ -39,8 +39,11 @@ struct RedisConnection::Request {
   std::function<void(std::exception_ptr, RedisReply)> done;
   asio::steady_timer timer;
   std::shared_ptr<Link> link;
+  std::vector<std::string> args;
   CommandKind kind = CommandKind::plain;
   bool finished = false;
+  bool armed = false;   // the deadline runs from the first send, across a resend
+  bool resent = false;  // a read is sent at most twice
 };
 
 namespace {
@@ -75,6 +78,10 @@ RedisReply convert(const redisReply* r) {
   return out;
 }
 
+bool is_commit(CommandKind k) {
+  return k == CommandKind::commit || k == CommandKind::commit_idempotent;
+}
+
 std::exception_ptr unavailable(const std::string& what) {
   return std::make_exception_ptr(BackendUnavailableError("redis: " + what));
 }
@@ -103,11 +110,11 @@ asio::awaitable<RedisReply> RedisConnection::call(std::vector<std::string> args,
     auto req = std::make_shared<Request>(self->strand_);
     req->owner = self;
     req->kind = kind;
+    req->args = std::move(a);
     req->done = [h, target](std::exception_ptr e, RedisReply r) {
       asio::post(target, [h, e, r = std::move(r)]() mutable { (*h)(e, std::move(r)); });
     };
-    asio::post(self->strand_,
-               [self, req, a = std::move(a)]() mutable { self->start(req, std::move(a)); });
+    asio::post(self->strand_, [self, req] { self->start(req); });
   };
   co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                           void(std::exception_ptr, RedisReply)>(
@@ -126,15 +133,15 @@ void RedisConnection::close() {
   });
 }
 
-void RedisConnection::start(const std::shared_ptr<Request>& req, std::vector<std::string> args) {
+void RedisConnection::start(const std::shared_ptr<Request>& req) {
   if (closing_) return complete(*req, unavailable("the backend is shutting down"), {});
   if (!link_) open();
   if (!link_) return complete(*req, unavailable("cannot connect: " + open_error_), {});
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
-  argv.reserve(args.size());
-  lens.reserve(args.size());
-  for (const auto& a : args) {
+  argv.reserve(req->args.size());
+  lens.reserve(req->args.size());
+  for (const auto& a : req->args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
@@ -145,6 +152,10 @@ void RedisConnection::start(const std::shared_ptr<Request>& req, std::vector<std
     return complete(*req, unavailable("the connection is closing"), {});
   }
   req->link = link_;
+  // hiredis copied the command; only a read keeps it, for a resend.
+  if (req->kind != CommandKind::read) std::vector<std::string>().swap(req->args);
+  if (req->armed) return;
+  req->armed = true;
   req->timer.expires_after(command_timeout_);
   req->timer.async_wait([req](std::error_code ec) {
     if (!ec) on_timeout(req);
@@ -227,11 +238,26 @@ void RedisConnection::complete(Request& req, std::exception_ptr error, RedisRepl
 std::exception_ptr RedisConnection::lost_error(const Request& req, const Link& link) {
   const std::string why = link.error.empty() ? "connection closed" : link.error;
   if (!link.connected) return unavailable("could not connect: " + why);
-  if (req.kind != CommandKind::plain)
+  if (is_commit(req.kind))
     return std::make_exception_ptr(CommitUnknownError(
         "redis: connection lost after the commit was sent (" + why + "); it may have been applied",
         req.kind == CommandKind::commit_idempotent));
   return unavailable("connection lost: " + why);
+}
+
+bool RedisConnection::resend(const std::shared_ptr<Request>& req) {
+  // Only a read that reached a live connection: the server may have ended an idle connection
+  // before we noticed, and the read is then lost through no fault of the caller's.
+  if (req->kind != CommandKind::read || req->resent || req->finished || !req->link->connected)
+    return false;
+  auto owner = req->owner;
+  if (owner->closing_) return false;
+  req->resent = true;
+  // Posted: hiredis is still tearing the old context down, and link_ is reset when it is done.
+  asio::post(owner->strand_, [owner, req] {
+    if (!req->finished) owner->start(req);
+  });
+  return true;
 }
 
 void RedisConnection::on_timeout(const std::shared_ptr<Request>& req) {
@@ -239,7 +265,7 @@ void RedisConnection::on_timeout(const std::shared_ptr<Request>& req) {
   auto link = req->link;
   const auto ms = req->owner->command_timeout_.count();
   std::exception_ptr error;
-  if (req->kind != CommandKind::plain && link->connected)
+  if (is_commit(req->kind) && link->connected)
     error = std::make_exception_ptr(CommitUnknownError(
         fmt::format("redis: no reply to the commit within {} ms; it may have been applied", ms),
         req->kind == CommandKind::commit_idempotent));
@@ -261,6 +287,7 @@ void RedisConnection::on_reply(redisAsyncContext* ac, void* reply, void* privdat
   if (reply) return complete(req, nullptr, convert(static_cast<redisReply*>(reply)));
   // hiredis runs the pending callbacks before its disconnect callback: take the reason here.
   if (req.link->error.empty() && ac->err) req.link->error = ac->errstr;
+  if (resend(*holder)) return;
   complete(req, lost_error(req, *req.link), {});
 }
 

@@ -19,8 +19,9 @@ struct redisAsyncContext;  // hiredis, private to connection.cpp
 
 namespace statepact::detail {
 
-// How a lost reply is reported: a commit may have been applied, anything else is "unavailable".
-enum class CommandKind { plain, commit, commit_idempotent };
+// How a lost reply is handled: a commit may have been applied (CommitUnknownError); a read changes
+// nothing, so it is sent once more on a fresh connection; anything else is "unavailable".
+enum class CommandKind { plain, read, commit, commit_idempotent };
 
 class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
@@ -42,10 +43,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   struct Link;
   struct Request;
 
-  void start(const std::shared_ptr<Request>& req, std::vector<std::string> args);
+  void start(const std::shared_ptr<Request>& req);
   void open();
   static void complete(Request& req, std::exception_ptr error, RedisReply reply);
   static std::exception_ptr lost_error(const Request& req, const Link& link);
+  static bool resend(const std::shared_ptr<Request>& req);
   static void on_timeout(const std::shared_ptr<Request>& req);
 
   // hiredis callbacks and event hooks.

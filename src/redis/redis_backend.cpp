@@ -126,7 +126,7 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
   detail::validate_name("resource name", resource);
   auto impl = impl_;
   std::vector<std::string> cmd = {"GET", impl->keys.fence(resource)};
-  RedisReply r = co_await impl->command(std::move(cmd));
+  RedisReply r = co_await impl->command(std::move(cmd), detail::CommandKind::read);
   if (r.is_error()) throw std::runtime_error("redis: GET failed: " + r.str);
   co_return r.is_nil() ? 0 : std::stoull(r.str);
 }
@@ -152,7 +152,8 @@ asio::awaitable<Entry> RedisBackend::read(std::string resource, std::string key)
   auto impl = impl_;
   std::vector<std::string> keys = {impl->keys.version(resource), impl->keys.state(resource)};
   std::vector<std::string> args = {key};
-  RedisReply r = co_await impl->eval(Script::read, std::move(keys), std::move(args));
+  RedisReply r = co_await impl->eval(Script::read, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
   if (str_at(r, 0, "read") == "notfound") throw ResourceNotFoundError(resource);
   co_return decode_entry(at(r, 1, "read"));
 }
@@ -167,7 +168,8 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
     keys.push_back(impl->keys.state(r));
   }
   std::vector<std::string> args;
-  RedisReply r = co_await impl->eval(Script::snapshot, std::move(keys), std::move(args));
+  RedisReply r = co_await impl->eval(Script::snapshot, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
   if (str_at(r, 0, "snapshot") == "notfound")
     throw ResourceNotFoundError(resources.at(num_at(r, 1, "snapshot") - 1));
   std::vector<ResourceSnapshot> out;
@@ -193,7 +195,8 @@ asio::awaitable<SessionId> RedisBackend::begin_session(std::vector<std::string> 
     std::vector<std::string> keys;
     for (const auto& r : resources) keys.push_back(impl->keys.version(r));
     std::vector<std::string> args;
-    RedisReply r = co_await impl->eval(Script::exists, std::move(keys), std::move(args));
+    RedisReply r = co_await impl->eval(Script::exists, std::move(keys), std::move(args),
+                                       detail::CommandKind::read);
     if (r.type != RedisReply::Type::integer) malformed("begin_session");
     if (r.integer != 0) throw ResourceNotFoundError(resources.at(r.integer - 1));
   }

@@ -66,8 +66,8 @@ RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOpti
                                               options.client_name())),
       instance_(random_instance_id()) {}
 
-asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args) {
-  co_return co_await conn_->call(std::move(args));
+asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, CommandKind kind) {
+  co_return co_await conn_->call(std::move(args), kind);
 }
 
 asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::string> keys_,
@@ -75,7 +75,7 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
   std::string sha = sha_of(script);
   if (sha.empty()) {
     std::vector<std::string> load = {"SCRIPT", "LOAD", source_of(script)};
-    RedisReply loaded = co_await conn_->call(std::move(load));
+    RedisReply loaded = co_await conn_->call(std::move(load), CommandKind::read);
     if (loaded.type != RedisReply::Type::string)
       throw std::runtime_error("redis: SCRIPT LOAD failed: " + loaded.str);
     sha = loaded.str;

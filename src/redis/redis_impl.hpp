@@ -43,7 +43,8 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
   asio::awaitable<RedisReply> eval(Script script, std::vector<std::string> keys,
                                    std::vector<std::string> args,
                                    CommandKind kind = CommandKind::plain);
-  asio::awaitable<RedisReply> command(std::vector<std::string> args);
+  asio::awaitable<RedisReply> command(std::vector<std::string> args,
+                                      CommandKind kind = CommandKind::plain);
   // Runs a script without anyone waiting for it (end_session): failures only cost the records'
   // expiry.
   void fire(Script script, std::vector<std::string> keys, std::vector<std::string> args) noexcept;

@@ -2,7 +2,9 @@
 // the documented errors, and replies after the reconnect always belong to their own request.
 #include <atomic>
 #include <exception>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <asio/co_spawn.hpp>
 #include <catch2/catch.hpp>
@@ -71,6 +73,17 @@ TEST_CASE("a killed connection is replaced and replies never go to the wrong req
     CHECK(fence == lease.token);
     auto renewed = co_await b.renew_lease(lease, std::nullopt);
     CHECK(renewed.token == lease.token);
+
+    // Killed while idle and read at once, before the loss can have been noticed: the read is sent
+    // again on a fresh connection instead of failing.
+    for (int i = 0; i < 5; ++i) {
+      CHECK(admin.kill_clients_named(client) == 1);
+      auto entry = co_await b.read(r, "k3");
+      CHECK(entry.value == std::optional<sp::Value>(sp::Value(3)));
+      std::vector<std::string> resources(1, r);
+      auto snap = co_await b.snapshot(std::move(resources));
+      CHECK(snap.size() == 1);
+    }
 
     // Killed with many commands in flight.
     std::atomic<int> wrong{0}, lost{0}, unexpected{0}, done{0};
