@@ -1,4 +1,5 @@
-# Builds and runs a consumer project. -DMODE=find_package|add_subdirectory -DSOURCE=... -DWORK=...
+# Builds and runs a consumer project.
+# -DMODE=find_package|find_package_backends|add_subdirectory -DSOURCE=... -DWORK=...
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(poison "-DPOISON_DIR=${SOURCE}/tests/packaging/poison")
@@ -15,6 +16,15 @@ if(MODE STREQUAL "find_package")
       -DSTATEPACT_WITH_POSTGRES=OFF -DSTATEPACT_WITH_REDIS=OFF -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
   run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/consumer" -B "${WORK}/app" -G Ninja
+      -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
+elseif(MODE STREQUAL "find_package_backends")
+  # Install with both backends, then link them from the prefix: libpqxx and hiredis are found
+  # through the paths the install recorded, never through their headers.
+  run(${CMAKE_COMMAND} -S "${SOURCE}" -B "${WORK}/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release
+      -DSTATEPACT_BUILD_TESTS=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_BUILD_BENCH=OFF
+      -DSTATEPACT_WITH_POSTGRES=ON -DSTATEPACT_WITH_REDIS=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+  run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
+  run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/backends_consumer" -B "${WORK}/app" -G Ninja
       -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
 else()
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/subdir_consumer" -B "${WORK}/app" -G Ninja
