@@ -45,12 +45,14 @@ const char* mode_name(LockMode m) {
 
 // The connection string with libpq's connect_timeout (whole seconds; libpq treats less than 2
 // as 2) appended, in the string's own syntax.
-std::string with_connect_timeout(const std::string& url, milliseconds t) {
-  const long long secs = std::max<long long>(2, (t.count() + 999) / 1000);
+// libpq's connect_timeout (whole seconds, at least 2) and tcp_user_timeout (the kernel drops a
+// connection whose sent data stays unacknowledged that long, so a partition frees the thread).
+std::string with_client_timeouts(const std::string& url, milliseconds connect, milliseconds call) {
+  const long long secs = std::max<long long>(2, (connect.count() + 999) / 1000);
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    return fmt::format("{}{}connect_timeout={}", url,
-                       url.find('?') == std::string::npos ? '?' : '&', secs);
-  return fmt::format("{} connect_timeout={}", url, secs);
+    return fmt::format("{}{}connect_timeout={}&tcp_user_timeout={}", url,
+                       url.find('?') == std::string::npos ? '?' : '&', secs, call.count());
+  return fmt::format("{} connect_timeout={} tcp_user_timeout={}", url, secs, call.count());
 }
 
 // A job with no one waiting for it (the rollback of an ended session).
@@ -160,8 +162,9 @@ class PostgresBackend::Impl {
       : executor(std::move(ex)),
         options(std::move(o)),
         shared(std::make_shared<pg::Shared>(pg::Settings{
-            with_connect_timeout(url, options.connect_timeout()), options.schema(),
-            options.application_name(), options.statement_timeout(), options.lock_timeout()})) {
+            with_client_timeouts(url, options.connect_timeout(), options.call_timeout()),
+            options.schema(), options.application_name(), options.statement_timeout(),
+            options.lock_timeout()})) {
     for (std::size_t i = 0; i < options.pool_size(); ++i)
       pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
   }
@@ -194,6 +197,11 @@ class PostgresBackend::Impl {
   void give_back(std::shared_ptr<SessionConn> sc) {
     std::lock_guard guard(mu);
     idle.push_back(std::move(sc));
+  }
+
+  pg::Deadline deadline(pg::Outcome outcome = pg::Outcome::nothing_applied,
+                        bool has_idempotency_key = false) const {
+    return pg::Deadline{options.call_timeout(), outcome, has_idempotency_key};
   }
 
   std::shared_ptr<SessionConn> find_open(SessionId id) {
@@ -255,7 +263,7 @@ asio::awaitable<Lease> PostgresBackend::acquire_lease(std::string resource, std:
       throw LeaseNotAvailableError(resource, owner, lease.owner, lease.token, lease.expires_at);
     return lease;
   };
-  co_return co_await pg::call<Lease>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<Lease>(*impl_->pool_queue, impl_->deadline(), std::move(job));
 }
 
 asio::awaitable<Lease> PostgresBackend::renew_lease(Lease lease, std::optional<milliseconds> ttl) {
@@ -285,7 +293,7 @@ asio::awaitable<Lease> PostgresBackend::renew_lease(Lease lease, std::optional<m
     return Lease{lease.resource, lease.owner, lease.token, from_us(row[2].as<long long>()),
                  milliseconds(row[3].as<long long>())};
   };
-  co_return co_await pg::call<Lease>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<Lease>(*impl_->pool_queue, impl_->deadline(), std::move(job));
 }
 
 asio::awaitable<bool> PostgresBackend::release_lease(Lease lease) {
@@ -298,7 +306,7 @@ asio::awaitable<bool> PostgresBackend::release_lease(Lease lease) {
         });
     return r.at(0)[0].as<bool>();
   };
-  co_return co_await pg::call<bool>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<bool>(*impl_->pool_queue, impl_->deadline(), std::move(job));
 }
 
 asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
@@ -309,7 +317,7 @@ asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
     });
     return r.at(0)[0].as<Token>();
   };
-  co_return co_await pg::call<Token>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<Token>(*impl_->pool_queue, impl_->deadline(), std::move(job));
 }
 
 // ---- state ------------------------------------------------------------------------------------
@@ -323,7 +331,7 @@ asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value
         });
     return r.at(0)[0].as<bool>();
   };
-  co_return co_await pg::call<bool>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<bool>(*impl_->pool_queue, impl_->deadline(), std::move(job));
 }
 
 asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string key) {
@@ -337,7 +345,7 @@ asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string k
     if (!row[0].as<bool>()) throw ResourceNotFoundError(resource);
     return Entry{json_field(row[1]), row[2].as<Version>()};
   };
-  co_return co_await pg::call<Entry>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<Entry>(*impl_->pool_queue, impl_->deadline(), std::move(job));
 }
 
 asio::awaitable<std::vector<ResourceSnapshot>> PostgresBackend::snapshot(
@@ -364,7 +372,8 @@ asio::awaitable<std::vector<ResourceSnapshot>> PostgresBackend::snapshot(
     }
     return out;
   };
-  co_return co_await pg::call<std::vector<ResourceSnapshot>>(*impl_->pool_queue, std::move(job));
+  co_return co_await pg::call<std::vector<ResourceSnapshot>>(*impl_->pool_queue, impl_->deadline(),
+                                                             std::move(job));
 }
 
 // ---- sessions ---------------------------------------------------------------------------------
@@ -383,7 +392,7 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
                      [&](pqxx::nontransaction& n) { check(n); });
       return 0;
     };
-    co_await pg::call<int>(*impl_->pool_queue, std::move(job));
+    co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
     co_return ++impl_->next_session;
   }
   // Pessimistic: a connection of its own with a real transaction, held until commit or end.
@@ -399,7 +408,7 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
     return 0;
   };
   try {
-    co_await pg::call<int>(*sc->queue, std::move(job));
+    co_await pg::call<int>(*sc->queue, impl_->deadline(), std::move(job));
   } catch (...) {
     impl_->give_back(sc);
     throw;
@@ -464,7 +473,10 @@ asio::awaitable<Entry> PostgresBackend::lock(SessionId session, std::string reso
         fmt::format("timed out after {} ms waiting for a {} lock on resource '{}' key '{}'",
                     timeout.count(), mode_name(mode), resource, key));
   };
-  co_return co_await pg::call<Entry>(*sc->queue, std::move(job), sc->cancel, seq);
+  // The wait itself may take its whole timeout; the deadline only catches a server gone silent.
+  pg::Deadline deadline = impl_->deadline();
+  deadline.after = std::max(deadline.after, timeout + milliseconds(1000));
+  co_return co_await pg::call<Entry>(*sc->queue, deadline, std::move(job), sc->cancel, seq);
 }
 
 void PostgresBackend::end_session(SessionId session) noexcept {
@@ -497,7 +509,8 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
           [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::commit.name, body); });
       return commit_answer(Value::parse(r.at(0)[0].c_str()), req);
     };
-    co_return co_await pg::call<CommitResult>(*impl_->pool_queue, std::move(job));
+    co_return co_await pg::call<CommitResult>(
+        *impl_->pool_queue, impl_->deadline(pg::Outcome::commit_unknown, has_key), std::move(job));
   }
   // A pessimistic session: the commit function runs in the session's transaction, then COMMIT
   // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.
@@ -541,7 +554,8 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
     }
     return result;
   };
-  co_return co_await pg::call<CommitResult>(*sc->queue, std::move(job));
+  co_return co_await pg::call<CommitResult>(
+      *sc->queue, impl_->deadline(pg::Outcome::commit_unknown, has_key), std::move(job));
 }
 
 }  // namespace statepact

@@ -49,6 +49,12 @@ PostgresOptions& PostgresOptions::connect_timeout(milliseconds d) {
   return *this;
 }
 
+PostgresOptions& PostgresOptions::call_timeout(milliseconds d) {
+  require_positive("call timeout", d);
+  call_timeout_ = d;
+  return *this;
+}
+
 PostgresOptions& PostgresOptions::idempotency_retention(milliseconds d) {
   require_positive("idempotency retention", d);
   retention_ = d;

@@ -40,6 +40,12 @@ class PostgresOptions {
   PostgresOptions& deadlock_timeout(milliseconds d);
   // Time allowed to establish a connection (libpq connect_timeout, whole seconds, at least 2).
   PostgresOptions& connect_timeout(milliseconds d);
+  // The client's own deadline on every call, waiting for a free connection and connecting
+  // included: a server that stops answering (paused, partitioned) cannot outlast it. Past it a
+  // call fails with BackendUnavailableError, or CommitUnknownError for a commit already sent.
+  // Default: statement timeout + connect timeout + 1 s. A lock() is allowed at least its own
+  // timeout + 1 s. Also libpq's tcp_user_timeout, so the kernel gives up on unacknowledged data.
+  PostgresOptions& call_timeout(milliseconds d);
   PostgresOptions& idempotency_retention(milliseconds d);
   // application_name of every connection (pg_stat_activity), default "statepact".
   PostgresOptions& application_name(std::string name);
@@ -50,6 +56,10 @@ class PostgresOptions {
   milliseconds lock_timeout() const { return lock_timeout_; }
   std::optional<milliseconds> deadlock_timeout() const { return deadlock_timeout_; }
   milliseconds connect_timeout() const { return connect_timeout_; }
+  milliseconds call_timeout() const {
+    return call_timeout_ ? *call_timeout_
+                         : statement_timeout_ + connect_timeout_ + milliseconds(1000);
+  }
   milliseconds idempotency_retention() const { return retention_; }
   const std::string& application_name() const { return application_name_; }
 
@@ -60,6 +70,7 @@ class PostgresOptions {
   milliseconds lock_timeout_{10000};
   std::optional<milliseconds> deadlock_timeout_;
   milliseconds connect_timeout_{5000};
+  std::optional<milliseconds> call_timeout_;
   milliseconds retention_ = std::chrono::hours(24);
   std::string application_name_ = "statepact";
 };
