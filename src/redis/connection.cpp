@@ -29,15 +29,15 @@ struct RedisConnection::Link : std::enable_shared_from_this<Link> {
   bool alive = true;       // hiredis still has the context
   bool connected = false;  // the TCP/unix connect completed: anything queued may have been sent
   bool reading = false, writing = false, read_armed = false, write_armed = false;
+  bool flush_posted = false;  // a flush of hiredis's output buffer is queued on the strand
+  bool in_write = false;      // inside redisAsyncHandleWrite: a partial write waits for the reactor
   std::string error;
 };
 
 struct RedisConnection::Request {
-  explicit Request(const asio::strand<asio::any_io_executor>& s) : timer(s) {}
-
   std::shared_ptr<RedisConnection> owner;
   std::function<void(std::exception_ptr, RedisReply)> done;
-  asio::steady_timer timer;
+  std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<Link> link;
   std::vector<std::string> args;
   CommandKind kind = CommandKind::plain;
@@ -95,7 +95,8 @@ RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
       url_(std::move(url)),
       command_timeout_(command_timeout),
       connect_timeout_(connect_timeout),
-      client_name_(std::move(client_name)) {}
+      client_name_(std::move(client_name)),
+      deadline_timer_(strand_) {}
 
 RedisConnection::~RedisConnection() = default;
 
@@ -107,7 +108,7 @@ asio::awaitable<RedisReply> RedisConnection::call(std::vector<std::string> args,
     // The caller's executor, tracked so its io_context keeps running until we complete.
     asio::any_io_executor target = asio::prefer(asio::get_associated_executor(*h, self->strand_),
                                                 asio::execution::outstanding_work.tracked);
-    auto req = std::make_shared<Request>(self->strand_);
+    auto req = std::make_shared<Request>();
     req->owner = self;
     req->kind = kind;
     req->args = std::move(a);
@@ -124,6 +125,10 @@ asio::awaitable<RedisReply> RedisConnection::call(std::vector<std::string> args,
 void RedisConnection::close() {
   asio::post(strand_, [self = shared_from_this()] {
     self->closing_ = true;
+    // An idle deadline timer would keep the caller's io_context running after the backend is
+    // gone; with replies still due it stays, and complete() cancels it after the last one.
+    while (!self->pending_.empty() && self->pending_.front()->finished) self->pending_.pop_front();
+    if (self->pending_.empty()) self->deadline_timer_.cancel();
     if (!self->link_ || !self->link_->alive) return;
     // Graceful when connected: hiredis frees the context once the pending replies arrived.
     if (self->link_->connected)
@@ -154,12 +159,40 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
   req->link = link_;
   // hiredis copied the command; only a read keeps it, for a resend.
   if (req->kind != CommandKind::read) std::vector<std::string>().swap(req->args);
-  if (req->armed) return;
-  req->armed = true;
-  req->timer.expires_after(command_timeout_);
-  req->timer.async_wait([req](std::error_code ec) {
-    if (!ec) on_timeout(req);
+  if (!req->armed) {
+    req->armed = true;
+    req->deadline = std::chrono::steady_clock::now() + command_timeout_;
+  }
+  watch(req);
+}
+
+void RedisConnection::watch(const std::shared_ptr<Request>& req) {
+  pending_.push_back(req);
+  if (!deadline_armed_) arm_deadline();
+}
+
+void RedisConnection::arm_deadline() {
+  while (!pending_.empty() && pending_.front()->finished) pending_.pop_front();
+  if (pending_.empty()) return;
+  auto first = pending_.front()->deadline;
+  for (const auto& r : pending_)
+    if (!r->finished && r->deadline < first) first = r->deadline;
+  deadline_armed_ = true;
+  deadline_timer_.expires_at(first);
+  deadline_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    self->deadline_armed_ = false;
+    if (!ec) self->on_deadline();
   });
+}
+
+void RedisConnection::on_deadline() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<Request>> late;
+  for (const auto& r : pending_)
+    if (!r->finished && r->deadline <= now) late.push_back(r);
+  // on_timeout drops the connection, which completes the others: not while iterating pending_.
+  for (const auto& r : late) on_timeout(r);
+  arm_deadline();
 }
 
 void RedisConnection::open() {
@@ -230,7 +263,12 @@ void RedisConnection::open() {
 void RedisConnection::complete(Request& req, std::exception_ptr error, RedisReply reply) {
   if (req.finished) return;
   req.finished = true;
-  req.timer.cancel();
+  // Replies come in order, so the finished ones are almost always at the front.
+  if (req.owner) {
+    auto& pending = req.owner->pending_;
+    while (!pending.empty() && pending.front()->finished) pending.pop_front();
+    if (pending.empty() && req.owner->closing_) req.owner->deadline_timer_.cancel();
+  }
   auto done = std::move(req.done);
   done(error, std::move(reply));
 }
@@ -319,7 +357,13 @@ void RedisConnection::ev_del_read(void* data) {
 void RedisConnection::ev_add_write(void* data) {
   auto* link = static_cast<Link*>(data);
   link->writing = true;
-  arm_write(link->shared_from_this());
+  // A connected socket is almost always writable: write at once (after the commands queued in
+  // this turn, so they share one write) instead of asking the reactor. A partial write, and the
+  // connect itself, wait for writability.
+  if (link->connected && !link->in_write)
+    flush(link->shared_from_this());
+  else
+    arm_write(link->shared_from_this());
 }
 
 void RedisConnection::ev_del_write(void* data) {
@@ -357,7 +401,22 @@ void RedisConnection::arm_write(const std::shared_ptr<Link>& link) {
   link->sd.async_wait(asio::posix::descriptor_base::wait_write, [link](std::error_code ec) {
     link->write_armed = false;
     if (ec || !link->alive || !link->writing) return;
+    link->in_write = true;
     redisAsyncHandleWrite(link->ac);
+    link->in_write = false;
+    if (link->alive && link->writing) arm_write(link);
+  });
+}
+
+void RedisConnection::flush(const std::shared_ptr<Link>& link) {
+  if (link->flush_posted || link->write_armed || !link->alive) return;
+  link->flush_posted = true;
+  asio::post(link->sd.get_executor(), [link] {
+    link->flush_posted = false;
+    if (!link->alive || !link->writing || link->write_armed) return;
+    link->in_write = true;
+    redisAsyncHandleWrite(link->ac);
+    link->in_write = false;
     if (link->alive && link->writing) arm_write(link);
   });
 }

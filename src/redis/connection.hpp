@@ -4,12 +4,14 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 
 #include "reply.hpp"
@@ -49,6 +51,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   static std::exception_ptr lost_error(const Request& req, const Link& link);
   static bool resend(const std::shared_ptr<Request>& req);
   static void on_timeout(const std::shared_ptr<Request>& req);
+  void watch(const std::shared_ptr<Request>& req);
+  void arm_deadline();
+  void on_deadline();
 
   // hiredis callbacks and event hooks.
   static void on_reply(::redisAsyncContext* ac, void* reply, void* privdata);
@@ -61,6 +66,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   static void ev_cleanup(void* data);
   static void arm_read(const std::shared_ptr<Link>& link);
   static void arm_write(const std::shared_ptr<Link>& link);
+  static void flush(const std::shared_ptr<Link>& link);
 
   asio::strand<asio::any_io_executor> strand_;
   RedisUrl url_;
@@ -68,6 +74,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::string client_name_;  // empty: no CLIENT SETNAME
   // Only touched on the strand.
   std::shared_ptr<Link> link_;
+  // Requests sent and not yet answered, oldest first (a resent read goes to the back). One timer
+  // watches them all, so a command costs no timer syscalls of its own.
+  std::deque<std::shared_ptr<Request>> pending_;
+  asio::steady_timer deadline_timer_;
+  bool deadline_armed_ = false;
   bool closing_ = false;
   std::string open_error_;
 };
