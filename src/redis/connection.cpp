@@ -1,8 +1,13 @@
 #include "connection.hpp"
 
+#include <csignal>
+#include <ctime>
 #include <functional>
 
+#include <pthread.h>
+
 #include <asio/async_result.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/post.hpp>
@@ -31,6 +36,7 @@ struct RedisConnection::Link : std::enable_shared_from_this<Link> {
   bool reading = false, writing = false, read_armed = false, write_armed = false;
   bool flush_posted = false;  // a flush of hiredis's output buffer is queued on the strand
   bool in_write = false;      // inside redisAsyncHandleWrite: a partial write waits for the reactor
+  bool in_start = false;      // inside redisAsyncCommandArgv from start(), which writes after it
   std::string error;
 };
 
@@ -39,7 +45,7 @@ struct RedisConnection::Request {
   std::function<void(std::exception_ptr, RedisReply)> done;
   std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<Link> link;
-  std::vector<std::string> args;
+  Args args;
   CommandKind kind = CommandKind::plain;
   bool finished = false;
   bool armed = false;   // the deadline runs from the first send, across a resend
@@ -78,6 +84,31 @@ RedisReply convert(const redisReply* r) {
   return out;
 }
 
+// hiredis writes with write(2): to a socket the server has closed, that raises SIGPIPE, which kills
+// a process that did not ignore it. A library must not: SIGPIPE is blocked on this thread for the
+// write, and one the write raised is taken before the mask is restored (libpq does the same).
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  // `failed`: the write may have raised one (the connection died in it).
+  void done(bool failed) {
+    if (failed && !sigismember(&old_, SIGPIPE)) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe_, nullptr, &zero);
+    }
+  }
+  ~NoSigpipe() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+};
+
 bool is_commit(CommandKind k) {
   return k == CommandKind::commit || k == CommandKind::commit_idempotent;
 }
@@ -100,9 +131,9 @@ RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
 
 RedisConnection::~RedisConnection() = default;
 
-asio::awaitable<RedisReply> RedisConnection::call(std::vector<std::string> args, CommandKind kind) {
+asio::awaitable<RedisReply> RedisConnection::call(Args args, CommandKind kind) {
   auto self = shared_from_this();
-  auto initiation = [self, kind](auto handler, std::vector<std::string> a) {
+  auto initiation = [self, kind](auto handler, Args a) {
     using Handler = decltype(handler);
     auto h = std::make_shared<Handler>(std::move(handler));
     // The caller's executor, tracked so its io_context keeps running until we complete.
@@ -115,10 +146,11 @@ asio::awaitable<RedisReply> RedisConnection::call(std::vector<std::string> args,
     req->done = [h, target](std::exception_ptr e, RedisReply r) {
       asio::post(target, [h, e, r = std::move(r)]() mutable { (*h)(e, std::move(r)); });
     };
-    asio::post(self->strand_, [self, req] { self->start(req); });
+    // Runs start() at once when the strand is free and we are on its thread: one scheduler turn
+    // less per command.
+    asio::dispatch(self->strand_, [self, req] { self->start(req); });
   };
-  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                          void(std::exception_ptr, RedisReply)>(
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, RedisReply)>(
       initiation, asio::use_awaitable, std::move(args));
 }
 
@@ -144,26 +176,39 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
   if (!link_) return complete(*req, unavailable("cannot connect: " + open_error_), {});
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
-  argv.reserve(req->args.size());
-  lens.reserve(req->args.size());
-  for (const auto& a : req->args) {
+  argv.reserve(req->args->size());
+  lens.reserve(req->args->size());
+  for (const auto& a : *req->args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
+  while (!pending_.empty() && pending_.front()->finished) pending_.pop_front();
+  const bool idle = pending_.empty();
+  auto link = link_;
   auto* holder = new std::shared_ptr<Request>(req);
-  if (redisAsyncCommandArgv(link_->ac, &RedisConnection::on_reply, holder,
-                            static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
+  link->in_start = true;
+  const int rc = redisAsyncCommandArgv(link->ac, &RedisConnection::on_reply, holder,
+                                       static_cast<int>(argv.size()), argv.data(), lens.data());
+  link->in_start = false;
+  if (rc != REDIS_OK) {
     delete holder;
     return complete(*req, unavailable("the connection is closing"), {});
   }
-  req->link = link_;
+  req->link = link;
   // hiredis copied the command; only a read keeps it, for a resend.
-  if (req->kind != CommandKind::read) std::vector<std::string>().swap(req->args);
+  if (req->kind != CommandKind::read) req->args.reset();
   if (!req->armed) {
     req->armed = true;
     req->deadline = std::chrono::steady_clock::now() + command_timeout_;
   }
   watch(req);
+  if (!link->alive || !link->connected || !link->writing || link->write_armed) return;
+  // An idle connection writes now (the lowest latency); a busy one lets the commands of this turn
+  // share one write.
+  if (idle)
+    write_now(link);
+  else
+    flush(link);
 }
 
 void RedisConnection::watch(const std::shared_ptr<Request>& req) {
@@ -360,10 +405,10 @@ void RedisConnection::ev_add_write(void* data) {
   // A connected socket is almost always writable: write at once (after the commands queued in
   // this turn, so they share one write) instead of asking the reactor. A partial write, and the
   // connect itself, wait for writability.
-  if (link->connected && !link->in_write)
-    flush(link->shared_from_this());
-  else
+  if (!link->connected || link->in_write)
     arm_write(link->shared_from_this());
+  else if (!link->in_start)  // start() writes once hiredis has returned
+    flush(link->shared_from_this());
 }
 
 void RedisConnection::ev_del_write(void* data) {
@@ -401,10 +446,7 @@ void RedisConnection::arm_write(const std::shared_ptr<Link>& link) {
   link->sd.async_wait(asio::posix::descriptor_base::wait_write, [link](std::error_code ec) {
     link->write_armed = false;
     if (ec || !link->alive || !link->writing) return;
-    link->in_write = true;
-    redisAsyncHandleWrite(link->ac);
-    link->in_write = false;
-    if (link->alive && link->writing) arm_write(link);
+    write_now(link);
   });
 }
 
@@ -414,11 +456,19 @@ void RedisConnection::flush(const std::shared_ptr<Link>& link) {
   asio::post(link->sd.get_executor(), [link] {
     link->flush_posted = false;
     if (!link->alive || !link->writing || link->write_armed) return;
-    link->in_write = true;
-    redisAsyncHandleWrite(link->ac);
-    link->in_write = false;
-    if (link->alive && link->writing) arm_write(link);
+    write_now(link);
   });
+}
+
+void RedisConnection::write_now(const std::shared_ptr<Link>& link) {
+  link->in_write = true;
+  {
+    NoSigpipe guard;
+    redisAsyncHandleWrite(link->ac);
+    guard.done(!link->alive || link->ac->err != 0);
+  }
+  link->in_write = false;
+  if (link->alive && link->writing) arm_write(link);
 }
 
 }  // namespace statepact::detail

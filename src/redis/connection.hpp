@@ -33,8 +33,15 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
 
   // Sends one command. Error replies are returned, not thrown; a lost connection or a missed
   // deadline throws BackendUnavailableError or (for commits) CommitUnknownError.
+  // Shared, so a caller that may send the same command again (EVAL after NOSCRIPT) keeps it
+  // without a copy; the connection drops its reference once hiredis has the command (a read
+  // keeps it, for a resend).
+  using Args = std::shared_ptr<const std::vector<std::string>>;
+  asio::awaitable<RedisReply> call(Args args, CommandKind kind = CommandKind::plain);
   asio::awaitable<RedisReply> call(std::vector<std::string> args,
-                                   CommandKind kind = CommandKind::plain);
+                                   CommandKind kind = CommandKind::plain) {
+    return call(std::make_shared<const std::vector<std::string>>(std::move(args)), kind);
+  }
 
   // Stops accepting commands; replies already on the way are still delivered.
   void close();
@@ -67,6 +74,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   static void arm_read(const std::shared_ptr<Link>& link);
   static void arm_write(const std::shared_ptr<Link>& link);
   static void flush(const std::shared_ptr<Link>& link);
+  static void write_now(const std::shared_ptr<Link>& link);
 
   asio::strand<asio::any_io_executor> strand_;
   RedisUrl url_;

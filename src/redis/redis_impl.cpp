@@ -81,20 +81,20 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
     sha = loaded.str;
     remember_sha(script, sha);
   }
-  std::vector<std::string> cmd;
-  cmd.reserve(3 + keys_.size() + args.size());
-  cmd.push_back("EVALSHA");
-  cmd.push_back(sha);
-  cmd.push_back(std::to_string(keys_.size()));
-  for (auto& k : keys_) cmd.push_back(std::move(k));
-  for (auto& a : args) cmd.push_back(std::move(a));
-  std::vector<std::string> again = cmd;
-  RedisReply r = co_await conn_->call(std::move(cmd), kind);
+  auto cmd = std::make_shared<std::vector<std::string>>();
+  cmd->reserve(3 + keys_.size() + args.size());
+  cmd->push_back("EVALSHA");
+  cmd->push_back(std::move(sha));
+  cmd->push_back(std::to_string(keys_.size()));
+  for (auto& k : keys_) cmd->push_back(std::move(k));
+  for (auto& a : args) cmd->push_back(std::move(a));
+  RedisReply r = co_await conn_->call(cmd, kind);
   // NOSCRIPT: nothing ran (a restart or SCRIPT FLUSH): EVAL sends the text and caches it again.
+  // The connection no longer reads `cmd` once the reply is here.
   if (r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0) {
-    again[0] = "EVAL";
-    again[1] = source_of(script);
-    r = co_await conn_->call(std::move(again), kind);
+    (*cmd)[0] = "EVAL";
+    (*cmd)[1] = source_of(script);
+    r = co_await conn_->call(cmd, kind);
   }
   if (r.is_error()) throw std::runtime_error("redis: script failed: " + r.str);
   co_return r;
