@@ -280,13 +280,15 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   for (const auto& w : req.writes) detail::validate_name("key", w.key);
   auto impl = impl_;
 
-  // Every resource that must exist, once each, in a fixed order the script refers to by index.
+  // Every resource that must exist, once each, in a fixed order the script refers to by index
+  // (1-based). A session has a few resources: a linear search beats a hash map's allocations.
   std::vector<std::string> res;
-  std::unordered_map<std::string, std::size_t> index;
-  auto add = [&](const std::string& r) {
-    auto [it, fresh] = index.try_emplace(r, res.size() + 1);
-    if (fresh) res.push_back(r);
-    return it->second;
+  res.reserve(req.resources.size());
+  auto add = [&](const std::string& r) -> std::size_t {
+    for (std::size_t i = 0; i < res.size(); ++i)
+      if (res[i] == r) return i + 1;
+    res.push_back(r);
+    return res.size();
   };
   for (const auto& r : req.resources) add(r);
   for (const auto& w : req.writes) add(w.resource);
@@ -295,6 +297,7 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   const auto locks = impl->locks_of(req.session);
 
   std::vector<std::string> keys;
+  keys.reserve(2 + 2 * res.size() + req.fences.size() + locks.size());
   keys.push_back(req.idempotency_key ? impl->keys.idempotency(*req.idempotency_key)
                                      : impl->keys.no_idempotency());
   keys.push_back(impl->keys.wait(owner));
@@ -306,6 +309,7 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   for (const auto& l : locks) keys.push_back(l);
 
   std::vector<std::string> args;
+  args.reserve(9 + res.size() + req.fences.size() + 3 * req.checks.size() + 4 * req.writes.size());
   args.push_back(req.idempotency_key ? "1" : "0");
   args.push_back(req.fingerprint);
   args.push_back(std::to_string(impl->options.idempotency_retention().count()));
@@ -318,12 +322,12 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   for (const auto& r : res) args.push_back(r);
   for (const auto& f : req.fences) args.push_back(std::to_string(f.token));
   for (const auto& c : req.checks) {
-    args.push_back(std::to_string(index.at(c.resource)));
+    args.push_back(std::to_string(add(c.resource)));
     args.push_back(c.key);
     args.push_back(std::to_string(c.expected_version));
   }
   for (const auto& w : req.writes) {
-    args.push_back(std::to_string(index.at(w.resource)));
+    args.push_back(std::to_string(add(w.resource)));
     args.push_back(w.key);
     args.push_back(w.value ? "v" : "t");
     args.push_back(w.value ? w.value->dump() : std::string());
