@@ -9,7 +9,10 @@
 //   <prefix>:state:{<hex resource>}              hash  key -> "<version> <json>" or "<version>"
 //   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
 //   <prefix>:wait:{<lock owner>}                 str   the lock key its owner is waiting for
-//   <prefix>:idem:{<hex idempotency key>}        hash  fp, result (JSON); expires by retention
+//   <prefix>:idem:{<hex resource>}:<hex key>     hash  fp, result (JSON); expires by retention
+//
+// An idempotency record lives in the slot of the commit's first resource, so a single-resource
+// commit (its record included) touches one slot only.
 #pragma once
 
 #include <string>
@@ -42,10 +45,12 @@ class KeyLayout {
   // Lock owners are "<instance hex>:<session number>": safe in a tag as they are.
   std::string wait(const std::string& lock_owner) const { return wait_prefix() + lock_owner + "}"; }
   std::string wait_prefix() const { return prefix_ + ":wait:{"; }
-  std::string idempotency(const std::string& key) const { return of("idem", key); }
-  // Passed as the idempotency key of a commit that has none: never read or written ("none" is not
-  // hex, so it is no real record).
-  std::string no_idempotency() const { return prefix_ + ":idem:none"; }
+  std::string idempotency(const std::string& resource, const std::string& key) const {
+    return of("idem", resource) + ":" + hex_encode(key);
+  }
+  // Passed where a commit has no idempotency record (or no lock wait to clear): in the resource's
+  // slot, never read or written (a real record has a ":<hex key>" suffix).
+  std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }
 
  private:
   std::string of(const char* kind, const std::string& name) const {

@@ -298,9 +298,12 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
 
   std::vector<std::string> keys;
   keys.reserve(2 + 2 * res.size() + req.fences.size() + locks.size());
-  keys.push_back(req.idempotency_key ? impl->keys.idempotency(*req.idempotency_key)
-                                     : impl->keys.no_idempotency());
-  keys.push_back(impl->keys.wait(owner));
+  // The record and the placeholders go to the first resource's slot; only a pessimistic commit
+  // (it holds locks) names its wait record, in the owner's slot.
+  const std::string slot = res.empty() ? std::string() : res.front();
+  keys.push_back(req.idempotency_key ? impl->keys.idempotency(slot, *req.idempotency_key)
+                                     : impl->keys.no_idempotency(slot));
+  keys.push_back(locks.empty() ? impl->keys.no_idempotency(slot) : impl->keys.wait(owner));
   for (const auto& r : res) {
     keys.push_back(impl->keys.version(r));
     keys.push_back(impl->keys.state(r));

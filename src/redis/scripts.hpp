@@ -188,8 +188,9 @@ redis.call('DEL', KEYS[1])
 return 1
 )lua";
 
-// KEYS: [1] idempotency record, [2] wait key, then version and state per resource, then one
-// fence key per fence, then the session's lock keys.
+// KEYS: [1] idempotency record, [2] wait key (cleared only when the session holds locks; else a
+// placeholder in the resource's slot), then version and state per resource, then one fence key
+// per fence, then the session's lock keys.
 // ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4] resources, [5] fences,
 // [6] checks, [7] writes, [8] locks, [9] lock owner; then resource names; fence tokens;
 // (resource index, key, expected version) per check; (resource index, key, 'v'|'t', json) per
@@ -205,7 +206,9 @@ local function release_locks()
   for i = 1, nl do
     redis.call('HDEL', KEYS[base + i], owner)
   end
-  redis.call('DEL', KEYS[2])
+  if nl > 0 then
+    redis.call('DEL', KEYS[2])
+  end
 end
 if ARGV[1] == '1' then
   local rec = redis.call('HMGET', KEYS[1], 'fp', 'result')

@@ -52,6 +52,25 @@ class RedisAdmin {
     return ids;
   }
 
+  // Every key matching a glob pattern (SCAN, so it never blocks the server).
+  std::vector<std::string> keys_matching(const std::string& pattern) {
+    std::vector<std::string> keys;
+    std::string cursor = "0";
+    do {
+      auto* r = static_cast<redisReply*>(redisCommand(
+          c_, "SCAN %s MATCH %b COUNT 1000", cursor.c_str(), pattern.data(), pattern.size()));
+      if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        if (r) freeReplyObject(r);
+        throw std::runtime_error("SCAN failed");
+      }
+      cursor.assign(r->element[0]->str, r->element[0]->len);
+      for (std::size_t i = 0; i < r->element[1]->elements; ++i)
+        keys.emplace_back(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
+      freeReplyObject(r);
+    } while (cursor != "0");
+    return keys;
+  }
+
   int kill_clients_named(const std::string& name) {
     int killed = 0;
     for (const auto& id : clients_named(name)) {
