@@ -6,7 +6,7 @@
 //   statepact_acquire then statepact_release (release needs a live lease) commit: statepact_commit
 //   writing one key of the worker's own resource
 //
-// Usage: statepact_bench_postgres [seconds per run, default 2] [rounds, default 3]. The server
+// Usage: statepact_bench_postgres [seconds per run, default 2] [rounds, default 5]. The server
 // comes from STATEPACT_BENCH_POSTGRES_URL or STATEPACT_TEST_POSTGRES_URL; pgbench from
 // STATEPACT_PGBENCH (default "pgbench").
 #include <algorithm>
@@ -63,10 +63,18 @@ struct Sample {
   std::vector<double> latency_us;
 };
 
-asio::awaitable<void> worker(sp::PostgresBackend& b, Op op, std::string resource,
+// Registers the worker's resource and takes its lease; run for all workers at once, so every
+// pool connection is open before the clock starts.
+asio::awaitable<void> warm_up(sp::PostgresBackend& b, std::string resource, sp::Lease& lease,
+                              std::atomic<int>& ready) {
+  co_await b.register_resource(resource, sp::Value::object());
+  lease = co_await b.acquire_lease(resource, "bench", 30s);
+  ++ready;
+}
+
+asio::awaitable<void> worker(sp::PostgresBackend& b, Op op, std::string resource, sp::Lease lease,
                              Steady::time_point end, Sample& out, std::atomic<int>& done) {
   const std::string owner = "bench";
-  auto lease = co_await b.acquire_lease(resource, owner, 30s);
   sp::CommitRequest req;
   req.agent_id = owner;
   req.resources.push_back(resource);
@@ -114,20 +122,25 @@ Result ours(const std::string& url, const std::string& prefix, Op op, int worker
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        // Registration and connections first, outside the measured time.
-        for (int i = 0; i < workers; ++i) {
-          const std::string r = resource_for(prefix, op, i);
-          co_await b.register_resource(r, sp::Value::object());
-          co_await b.current_fence(r);
+        // Registration, leases and connections first, outside the measured time.
+        std::vector<sp::Lease> leases(static_cast<std::size_t>(workers));
+        std::atomic<int> ready{0};
+        auto rethrow = [](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+        };
+        for (int i = 0; i < workers; ++i)
+          asio::co_spawn(io, warm_up(b, resource_for(prefix, op, i), leases[i], ready), rethrow);
+        asio::steady_timer t(io);
+        while (ready.load() < workers) {
+          t.expires_after(1ms);
+          co_await t.async_wait(asio::use_awaitable);
         }
         t0 = Steady::now();
         const auto end = t0 + length;
         for (int i = 0; i < workers; ++i)
-          asio::co_spawn(io, worker(b, op, resource_for(prefix, op, i), end, samples[i], done),
-                         [](std::exception_ptr e) {
-                           if (e) std::rethrow_exception(e);
-                         });
-        asio::steady_timer t(io);
+          asio::co_spawn(
+              io, worker(b, op, resource_for(prefix, op, i), leases[i], end, samples[i], done),
+              rethrow);
         while (done.load() < workers) {
           t.expires_after(5ms);
           co_await t.async_wait(asio::use_awaitable);
@@ -211,7 +224,7 @@ int main(int argc, char** argv) {
   const std::string prefix = fmt::format("bench{:08x}", static_cast<unsigned>(rng()));
   // Rounds alternate who goes first, so neither side always meets a warmer (or more bloated)
   // table; the table shows each side's median over the rounds.
-  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   std::printf("%-16s %7s %12s %10s %10s %14s %8s\n", "operation", "workers", "ours ops/s", "p50 us",
               "p99 us", "pgbench ops/s", "ratio");
   for (int workers : {1, 8}) {

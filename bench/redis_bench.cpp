@@ -1,7 +1,7 @@
 // Throughput and latency of RedisBackend's lease and commit operations at 1 and 64 commands in
 // flight, next to redis-benchmark running the same scripts with EVALSHA at the same concurrency
 // (64 connections there, one pipelined connection here). Needs STATEPACT_TEST_REDIS_URL (or the
-// URL as argv[1]; argv[2] is the number of rounds, default 3) and redis-benchmark on PATH. A
+// URL as argv[1]; argv[2] is the number of rounds, default 5) and redis-benchmark on PATH. A
 // benchmark, never a timed test.
 #include <algorithm>
 #include <atomic>
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
 
   // Rounds alternate who goes first, so neither side always meets a warmer (or more loaded)
   // server; the table shows each side's median over the rounds.
-  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
   const std::string p = "statepact:";
   // redis-benchmark's renew needs a live lease and its commit a registered resource.
   run_command(srv, {"HSET", p + "lease:{rb-1}", "owner", "bench", "token", "1", "exp",
