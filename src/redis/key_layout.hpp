@@ -15,20 +15,18 @@
 // commit (its record included) touches one slot only.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace statepact::detail {
 
-inline std::string hex_encode(std::string_view s) {
+inline void append_hex(std::string& out, std::string_view s) {
   static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() * 2);
   for (unsigned char c : s) {
     out.push_back(digits[c >> 4]);
     out.push_back(digits[c & 0xF]);
   }
-  return out;
 }
 
 class KeyLayout {
@@ -40,21 +38,34 @@ class KeyLayout {
   std::string version(const std::string& resource) const { return of("version", resource); }
   std::string state(const std::string& resource) const { return of("state", resource); }
   std::string lock(const std::string& resource, const std::string& key) const {
-    return of("lock", resource) + ":" + hex_encode(key);
+    return of("lock", resource, key);
   }
   // Lock owners are "<instance hex>:<session number>": safe in a tag as they are.
   std::string wait(const std::string& lock_owner) const { return wait_prefix() + lock_owner + "}"; }
   std::string wait_prefix() const { return prefix_ + ":wait:{"; }
   std::string idempotency(const std::string& resource, const std::string& key) const {
-    return of("idem", resource) + ":" + hex_encode(key);
+    return of("idem", resource, key);
   }
   // Passed where a commit has no idempotency record (or no lock wait to clear): in the resource's
   // slot, never read or written (a real record has a ":<hex key>" suffix).
   std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }
 
  private:
-  std::string of(const char* kind, const std::string& name) const {
-    return prefix_ + ":" + kind + ":{" + hex_encode(name) + "}";
+  // "<prefix>:<kind>:{<hex name>}" and, with a suffix, ":<hex suffix>" after it: built in one
+  // buffer, since every operation makes a few of these.
+  std::string of(std::string_view kind, std::string_view name,
+                 std::optional<std::string_view> suffix = std::nullopt) const {
+    std::string out;
+    out.reserve(prefix_.size() + kind.size() + 2 * name.size() + 5 +
+                (suffix ? 1 + 2 * suffix->size() : 0));
+    out.append(prefix_).append(":").append(kind).append(":{");
+    append_hex(out, name);
+    out.push_back('}');
+    if (suffix) {
+      out.push_back(':');
+      append_hex(out, *suffix);
+    }
+    return out;
   }
 
   std::string prefix_;

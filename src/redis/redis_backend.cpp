@@ -293,8 +293,9 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   for (const auto& r : req.resources) add(r);
   for (const auto& w : req.writes) add(w.resource);
   for (const auto& c : req.checks) add(c.resource);
-  const std::string owner = impl->lock_owner(req.session);
   const auto locks = impl->locks_of(req.session);
+  // Only a session holding locks needs its lock owner name (to release them).
+  const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
 
   std::vector<std::string> keys;
   keys.reserve(2 + 2 * res.size() + req.fences.size() + locks.size());
@@ -344,8 +345,13 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     (void)impl->take_locks(req.session);  // the script released them
     CommitResult result;
     result.replayed = str_at(r, 1, "commit") == "1";
-    const Value versions = Value::parse(str_at(r, 2, "commit"));
-    for (const auto& [name, v] : versions.items()) result.versions[name] = v.get<Version>();
+    if (result.replayed) {
+      const Value versions = Value::parse(str_at(r, 2, "commit"));
+      for (const auto& [name, v] : versions.items()) result.versions[name] = v.get<Version>();
+    } else {
+      for (std::size_t i = 3; i < r.elements.size(); i += 2)
+        result.versions[str_at(r, i, "commit")] = num_at(r, i + 1, "commit");
+    }
     co_return result;
   }
   if (tag == "reused") throw IdempotencyKeyReusedError(*req.idempotency_key);

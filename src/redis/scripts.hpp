@@ -195,8 +195,10 @@ return 1
 // [6] checks, [7] writes, [8] locks, [9] lock owner; then resource names; fence tokens;
 // (resource index, key, expected version) per check; (resource index, key, 'v'|'t', json) per
 // write. Checks everything before writing anything, in the memory backend's order.
-// -> {'ok', replayed, result json} | {'reused'} | {'notfound', i} | {'stale'|'forged', j, hw}
-//    | {'conflict', k, found}
+// -> {'ok', '0', '', name, version, ...} (applied: each written resource's new version)
+//    | {'ok', '1', result json} (a replay: the stored result) | {'reused'} | {'notfound', i}
+//    | {'stale'|'forged', j, hw} | {'conflict', k, found}
+// The result is JSON-encoded only to be stored with an idempotency key.
 inline constexpr const char* commit = R"lua(
 local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -249,7 +251,7 @@ for k = 1, nc do
     return {'conflict', tostring(k), string.format('%.0f', found)}
   end
 end
-local versions, result = {}, {}
+local versions, result, reply = {}, {}, {'ok', '0', ''}
 for w = 1, nw do
   local ri, key, kind, json = tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   a = a + 4
@@ -258,6 +260,8 @@ for w = 1, nw do
     v = string.format('%.0f', redis.call('INCR', KEYS[1 + 2 * ri]))
     versions[ri] = v
     result[ARGV[9 + ri]] = tonumber(v)
+    reply[#reply + 1] = ARGV[9 + ri]
+    reply[#reply + 1] = v
   end
   if kind == 'v' then
     redis.call('HSET', KEYS[2 + 2 * ri], key, v .. ' ' .. json)
@@ -265,13 +269,12 @@ for w = 1, nw do
     redis.call('HSET', KEYS[2 + 2 * ri], key, v)
   end
 end
-local encoded = cjson.encode(result)
 if ARGV[1] == '1' then
-  redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'result', encoded)
+  redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'result', cjson.encode(result))
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 release_locks()
-return {'ok', '0', encoded}
+return reply
 )lua";
 
 #undef STATEPACT_REDIS_NOW
