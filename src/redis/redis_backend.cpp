@@ -299,9 +299,10 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
 
   std::vector<std::string> keys;
   keys.reserve(2 + 2 * res.size() + req.fences.size() + locks.size());
-  // The record and the placeholders go to the first resource's slot; only a pessimistic commit
-  // (it holds locks) names its wait record, in the owner's slot.
-  const std::string slot = res.empty() ? std::string() : res.front();
+  // The record and the placeholders go to the slot of the first resource in name order (whatever
+  // order the request lists them in, so a retry finds the record); only a pessimistic commit (it
+  // holds locks) names its wait record, in the owner's slot.
+  const std::string slot = res.empty() ? std::string() : *std::min_element(res.begin(), res.end());
   keys.push_back(req.idempotency_key ? impl->keys.idempotency(slot, *req.idempotency_key)
                                      : impl->keys.no_idempotency(slot));
   keys.push_back(locks.empty() ? impl->keys.no_idempotency(slot) : impl->keys.wait(owner));
