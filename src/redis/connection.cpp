@@ -159,8 +159,7 @@ void RedisConnection::close() {
     self->closing_ = true;
     // An idle deadline timer would keep the caller's io_context running after the backend is
     // gone; with replies still due it stays, and complete() cancels it after the last one.
-    while (!self->pending_.empty() && self->pending_.front()->finished) self->pending_.pop_front();
-    if (self->pending_.empty()) self->deadline_timer_.cancel();
+    if (self->drop_answered()) self->deadline_timer_.cancel();
     if (!self->link_ || !self->link_->alive) return;
     // Graceful when connected: hiredis frees the context once the pending replies arrived.
     if (self->link_->connected)
@@ -182,8 +181,7 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  while (!pending_.empty() && pending_.front()->finished) pending_.pop_front();
-  const bool idle = pending_.empty();
+  const bool idle = drop_answered();
   auto link = link_;
   auto* holder = new std::shared_ptr<Request>(req);
   link->in_start = true;
@@ -216,9 +214,14 @@ void RedisConnection::watch(const std::shared_ptr<Request>& req) {
   if (!deadline_armed_) arm_deadline();
 }
 
-void RedisConnection::arm_deadline() {
+bool RedisConnection::drop_answered() {
+  // Replies come in order, so the finished requests are almost always at the front.
   while (!pending_.empty() && pending_.front()->finished) pending_.pop_front();
-  if (pending_.empty()) return;
+  return pending_.empty();
+}
+
+void RedisConnection::arm_deadline() {
+  if (drop_answered()) return;
   auto first = pending_.front()->deadline;
   for (const auto& r : pending_)
     if (!r->finished && r->deadline < first) first = r->deadline;
@@ -308,12 +311,8 @@ void RedisConnection::open() {
 void RedisConnection::complete(Request& req, std::exception_ptr error, RedisReply reply) {
   if (req.finished) return;
   req.finished = true;
-  // Replies come in order, so the finished ones are almost always at the front.
-  if (req.owner) {
-    auto& pending = req.owner->pending_;
-    while (!pending.empty() && pending.front()->finished) pending.pop_front();
-    if (pending.empty() && req.owner->closing_) req.owner->deadline_timer_.cancel();
-  }
+  if (req.owner && req.owner->drop_answered() && req.owner->closing_)
+    req.owner->deadline_timer_.cancel();
   auto done = std::move(req.done);
   done(error, std::move(reply));
 }

@@ -59,6 +59,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   static bool resend(const std::shared_ptr<Request>& req);
   static void on_timeout(const std::shared_ptr<Request>& req);
   void watch(const std::shared_ptr<Request>& req);
+  // Drops answered requests from the front of pending_; true when none is left in flight.
+  bool drop_answered();
   void arm_deadline();
   void on_deadline();
 
