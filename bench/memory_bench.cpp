@@ -24,6 +24,8 @@
 
 #include <statepact/statepact.hpp>
 
+#include "median.hpp"
+
 namespace sp = statepact;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -182,14 +184,12 @@ double baseline_locked_commits(int n) {
   return seconds_since(t0);
 }
 
-// The median of a few runs: this machine's speed wanders between runs, the median shrugs off
-// the outliers.
+// Operations per second of the median of `rounds` runs of `once` (which returns seconds).
 template <class F>
 double median_rate(int n, int rounds, F once) {
   std::vector<double> rates;
   for (int r = 0; r < rounds; ++r) rates.push_back(n / once());
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+  return statepact::bench::median_by(std::move(rates), [](double r) { return r; });
 }
 
 }  // namespace

@@ -29,6 +29,8 @@
 
 #include <statepact/postgres.hpp>
 
+#include "median.hpp"
+
 namespace sp = statepact;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
@@ -236,11 +238,9 @@ int main(int argc, char** argv) {
         mine.push_back(ours(url, prefix, op, workers, length));
         if (round % 2 == 0) theirs.push_back(pgbench(url, prefix, op, workers, length));
       }
-      std::sort(mine.begin(), mine.end(),
-                [](const Result& a, const Result& b) { return a.per_second < b.per_second; });
-      std::sort(theirs.begin(), theirs.end());
-      const Result r = mine[mine.size() / 2];
-      const double tps = theirs[theirs.size() / 2];
+      const Result r = statepact::bench::median_by(std::move(mine),
+                                                   [](const Result& x) { return x.per_second; });
+      const double tps = statepact::bench::median_by(std::move(theirs), [](double x) { return x; });
       std::printf("%-16s %7d %12.0f %10.0f %10.0f %14.0f %8.2f\n", op_name(op), workers,
                   r.per_second, r.p50_us, r.p99_us, tps, tps > 0 ? r.per_second / tps : 0.0);
       std::fflush(stdout);

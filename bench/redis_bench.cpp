@@ -25,6 +25,7 @@
 
 #include <statepact/redis.hpp>
 
+#include "median.hpp"
 #include "scripts.hpp"
 
 namespace sp = statepact;
@@ -48,10 +49,7 @@ Stats summarize(std::vector<double> lat_ms, double seconds) {
 
 // The run with the median throughput (its latencies come with it).
 Stats median(std::vector<Stats> runs) {
-  if (runs.empty()) return {};
-  std::sort(runs.begin(), runs.end(),
-            [](const Stats& a, const Stats& b) { return a.per_second < b.per_second; });
-  return runs[runs.size() / 2];
+  return statepact::bench::median_by(std::move(runs), [](const Stats& s) { return s.per_second; });
 }
 
 using Op = std::function<asio::awaitable<void>(int worker, int i)>;
