@@ -19,14 +19,18 @@ template <class B>
 concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds ttl,
                            std::optional<milliseconds> maybe_ttl, Value v,
                            std::vector<std::string> names, CommitRequest req, SessionId id,
-                           LockMode mode) {
+                           LockMode mode, ResourcePolicy policy) {
   // Leases and fencing.
   { b.acquire_lease(s, s, ttl) } -> std::same_as<asio::awaitable<Lease>>;
   { b.renew_lease(lease, maybe_ttl) } -> std::same_as<asio::awaitable<Lease>>;
   { b.release_lease(lease) } -> std::same_as<asio::awaitable<bool>>;
   { b.current_fence(s) } -> std::same_as<asio::awaitable<Token>>;
   // State.
+  // Registration creates the resource with its policy in one step; an existing one is unchanged.
   { b.register_resource(s, v) } -> std::same_as<asio::awaitable<bool>>;
+  { b.register_resource(s, v, policy) } -> std::same_as<asio::awaitable<bool>>;
+  { b.set_resource_policy(s, policy) } -> std::same_as<asio::awaitable<void>>;
+  { b.resource_policy(s) } -> std::same_as<asio::awaitable<ResourcePolicy>>;
   { b.read(s, s) } -> std::same_as<asio::awaitable<Entry>>;
   { b.snapshot(names) } -> std::same_as<asio::awaitable<std::vector<ResourceSnapshot>>>;
   // Sessions: begin checks the resources exist; lock waits up to the timeout and returns the key's

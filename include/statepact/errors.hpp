@@ -24,6 +24,7 @@ enum class ErrorCode {
   invalid_argument,
   resource_not_found,
   idempotency_key_reused,
+  fence_required,
 };
 
 inline const char* to_string(ErrorCode c) {
@@ -48,6 +49,8 @@ inline const char* to_string(ErrorCode c) {
       return "resource_not_found";
     case ErrorCode::idempotency_key_reused:
       return "idempotency_key_reused";
+    case ErrorCode::fence_required:
+      return "fence_required";
   }
   return "?";
 }
@@ -119,6 +122,8 @@ class CommitUnknownError : public Error {
 
 // The caller's token is older than the storage's high-water mark, or the lease expired or was
 // superseded. Never retryable: retrying with the same token is wrong; stop, re-acquire, re-read.
+// From a lease operation, `owner()` is the lease's owner; from a commit, storage cannot know who
+// held the stale token, so `owner()` is empty and `agent_id()` names the session's agent.
 class LeaseLostError : public Error {
  public:
   LeaseLostError(std::string resource, std::string owner, Token token, Token current_fence,
@@ -131,14 +136,55 @@ class LeaseLostError : public Error {
         owner_(std::move(owner)),
         token_(token),
         current_fence_(current_fence) {}
+
+  // A commit refused because its fence token is older than the resource's current fence.
+  static LeaseLostError fenced_commit(std::string resource, std::string agent_id, Token token,
+                                      Token current_fence) {
+    return LeaseLostError(
+        fmt::format("commit by agent '{}' fenced off on resource '{}': its token {} is older "
+                    "than the current fence {}; stop, re-acquire the lease and re-read",
+                    agent_id, resource, token, current_fence),
+        std::move(resource), std::move(agent_id), token, current_fence);
+  }
+
   const std::string& resource() const noexcept { return resource_; }
+  // The lease's owner; empty when the error comes from a commit.
   const std::string& owner() const noexcept { return owner_; }
+  // The agent whose session carried the stale token; empty for lease operations.
+  const std::string& agent_id() const noexcept { return agent_id_; }
   Token token() const noexcept { return token_; }
   Token current_fence() const noexcept { return current_fence_; }
 
  private:
-  std::string resource_, owner_;
+  LeaseLostError(const std::string& what, std::string resource, std::string agent_id, Token token,
+                 Token current_fence)
+      : Error(ErrorCode::lease_lost, what),
+        resource_(std::move(resource)),
+        agent_id_(std::move(agent_id)),
+        token_(token),
+        current_fence_(current_fence) {}
+
+  std::string resource_, owner_, agent_id_;
   Token token_, current_fence_;
+};
+
+// A write to a resource whose policy requires a fence token, from a session that carried none for
+// it. Never retryable: open the session with .fence(lease.token) for that resource.
+class FenceRequiredError : public Error {
+ public:
+  FenceRequiredError(std::string resource, std::string agent_id)
+      : Error(ErrorCode::fence_required,
+              fmt::format("resource '{}' requires a fence token for every write, and the commit "
+                          "of agent '{}' carried none for it; hold its lease and open the session "
+                          "with .fence(lease.token)",
+                          resource, agent_id)),
+        resource_(std::move(resource)),
+        agent_id_(std::move(agent_id)) {}
+  const std::string& resource() const noexcept { return resource_; }
+  const std::string& agent_id() const noexcept { return agent_id_; }
+
+ private:
+  std::string resource_, agent_id_;
 };
 
 // Another owner holds a live lease. Wait or back off; never force.

@@ -68,6 +68,15 @@ struct ResourceSnapshot {
   std::map<std::string, Entry> entries;
 };
 
+// What storage enforces on every commit that writes a resource, set when the resource is
+// registered and changeable later.
+struct ResourcePolicy {
+  // Every write must carry the resource's current fence token (SessionOptions::fence); storage
+  // refuses one that does not with FenceRequiredError, atomically with the commit. Reads stay free.
+  bool fence_required = false;
+  bool operator==(const ResourcePolicy&) const = default;
+};
+
 struct CommitResult {
   std::map<std::string, Version> versions;  // new version of each written resource
   bool replayed = false;                    // true: an idempotent replay, nothing was applied

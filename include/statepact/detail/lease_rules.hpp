@@ -1,4 +1,4 @@
-// The lease and fencing rules of the seed as pure decisions on one resource's lease state. They do
+// The lease and fencing rules as pure decisions on one resource's lease state. They do
 // no I/O and read no clock: the backend passes its own `now`. The memory backend applies them under
 // its mutex; the SQL and Lua implementations of the other backends follow the same table.
 #pragma once
@@ -78,15 +78,14 @@ inline FenceVerdict check_fence(Token high_water, Token token) {
   return FenceVerdict::ok;
 }
 
-// Turns a failed verdict into the error the spec names; `owner` is the session's agent.
-inline void enforce_fence(const std::string& resource, const std::string& owner, Token high_water,
-                          Token token) {
+// Turns a failed verdict of a commit's fence into its error; `agent_id` is the session's agent.
+inline void enforce_fence(const std::string& resource, const std::string& agent_id,
+                          Token high_water, Token token) {
   switch (check_fence(high_water, token)) {
     case FenceVerdict::ok:
       return;
     case FenceVerdict::stale:
-      throw LeaseLostError(resource, owner, token, high_water,
-                           "a newer lease token exists; the write is fenced off");
+      throw LeaseLostError::fenced_commit(resource, agent_id, token, high_water);
     case FenceVerdict::never_issued:
       throw InvalidArgumentError(
           fmt::format("fence token {} for resource '{}' was never issued (highest issued is {})",
