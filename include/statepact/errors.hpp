@@ -140,11 +140,12 @@ class LeaseLostError : public Error {
   // A commit refused because its fence token is older than the resource's current fence.
   static LeaseLostError fenced_commit(std::string resource, std::string agent_id, Token token,
                                       Token current_fence) {
-    return LeaseLostError(
+    // The message first: arguments are evaluated in no fixed order, and two are moved from.
+    std::string what =
         fmt::format("commit by agent '{}' fenced off on resource '{}': its token {} is older "
                     "than the current fence {}; stop, re-acquire the lease and re-read",
-                    agent_id, resource, token, current_fence),
-        std::move(resource), std::move(agent_id), token, current_fence);
+                    agent_id, resource, token, current_fence);
+    return LeaseLostError(what, std::move(resource), std::move(agent_id), token, current_fence);
   }
 
   const std::string& resource() const noexcept { return resource_; }

@@ -7,10 +7,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <type_traits>
 
 #include <asio/awaitable.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/error.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/experimental/parallel_group.hpp>
 #include <asio/steady_timer.hpp>
@@ -52,12 +55,19 @@ class HoldOptions {
     cancel_on_loss_ = on;
     return *this;
   }
+  // hold() registers the resource (empty state) if needed; with a policy it also sets that policy,
+  // e.g. ResourcePolicy{.fence_required = true} so no write without the lease's token lands.
+  HoldOptions& policy(ResourcePolicy p) {
+    policy_ = p;
+    return *this;
+  }
 
   const std::optional<milliseconds>& ttl() const { return ttl_; }
   bool auto_renew() const { return auto_renew_; }
   const std::optional<milliseconds>& renew_every() const { return renew_every_; }
   milliseconds wait() const { return wait_; }
   bool cancel_on_loss() const { return cancel_on_loss_; }
+  const std::optional<ResourcePolicy>& policy() const { return policy_; }
 
  private:
   std::optional<milliseconds> ttl_;
@@ -65,6 +75,7 @@ class HoldOptions {
   std::optional<milliseconds> renew_every_;
   milliseconds wait_{0};
   bool cancel_on_loss_ = true;
+  std::optional<ResourcePolicy> policy_;
 };
 
 namespace detail {
@@ -104,9 +115,11 @@ class HeldLease {
   explicit HeldLease(std::shared_ptr<detail::HoldState> state) : state_(std::move(state)) {}
   Lease lease() const { return state_->lease(); }
   Token token() const { return state_->lease().token; }
-  // True once a renewal failed: stop working, do not commit under this token.
+  // True once the lease is lost (storage said so, or renewals kept failing until it was about to
+  // expire): stop working, do not commit under this token.
   bool lost() const { return state_->failure() != nullptr; }
-  // Throws the renewal failure (LeaseLostError) if there was one.
+  // Throws the loss (LeaseLostError; when renewals kept failing, with the last failure nested:
+  // std::rethrow_if_nested) if there was one.
   void check() const {
     if (auto e = state_->failure()) std::rethrow_exception(e);
   }
@@ -204,6 +217,15 @@ class LeaseManager {
           fmt::format("renew_every must be positive and shorter than the ttl ({} ms), got {} ms",
                       ttl.count(), every.count()));
 
+    if (options.wait() < milliseconds::zero() || options.wait() > detail::max_ttl)
+      throw InvalidArgumentError(fmt::format("wait must be between 0 and {} ms, got {} ms",
+                                             detail::max_ttl.count(), options.wait().count()));
+    detail::validate_name("resource name", resource);
+    detail::validate_name("owner", owner);
+    const bool created = co_await backend_->register_resource(
+        resource, Value::object(), options.policy().value_or(ResourcePolicy{}));
+    if (options.policy() && !created)
+      co_await backend_->set_resource_policy(resource, *options.policy());
     const Lease initial = co_await acquire(resource, owner, ttl, options.wait());
     auto state = std::make_shared<detail::HoldState>(initial);
     HeldLease handle(state);
@@ -258,29 +280,71 @@ class LeaseManager {
     co_return out;
   }
 
+  // Renews every `every`. A renewal that fails for any reason but a lost lease is retried sooner,
+  // until the lease (by the local clock, from the start of the last successful renewal) is about
+  // to expire; only then is it lost, with the last failure nested in the LeaseLostError.
   static asio::awaitable<void> renew_loop(B* backend, std::shared_ptr<detail::HoldState> state,
                                           milliseconds every, bool cancel_on_loss) {
+    using steady = std::chrono::steady_clock;
     asio::steady_timer timer(co_await asio::this_coro::executor);
+    const milliseconds retry = std::max(every / 4, milliseconds(1));
+    auto valid_until = steady::now() + state->lease().ttl;
     milliseconds next = every;
     for (;;) {
       timer.expires_after(next);
       co_await timer.async_wait(asio::use_awaitable);
       next = every;
+      const auto started = steady::now();
+      std::exception_ptr failure;
+      bool lost = false;
       try {
-        state->renewed(co_await backend->renew_lease(state->lease(), std::nullopt));
+        Lease renewed = co_await backend->renew_lease(state->lease(), std::nullopt);
+        valid_until = started + renewed.ttl;
+        state->renewed(std::move(renewed));
         continue;
-      } catch (const Error& e) {
-        // A transient failure is retried sooner; the backend decides when the lease has expired.
-        if (e.retryable() && e.code() != ErrorCode::lease_lost) {
-          next = std::max(every / 4, milliseconds(1));
+      } catch (const LeaseLostError&) {
+        lost = true;
+        failure = std::current_exception();
+      } catch (const std::system_error& e) {
+        if (e.code() == asio::error::operation_aborted) throw;  // hold() is ending
+        failure = std::current_exception();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      if (!lost) {
+        if (steady::now() + retry < valid_until) {
+          next = retry;
           continue;
         }
-        state->lost(std::current_exception());
+        failure = expired_after(state->lease(), failure);
       }
+      state->lost(failure);
       if (cancel_on_loss) co_return;
       // Otherwise renewal stops and waits to be cancelled when the body ends.
       timer.expires_at(asio::steady_timer::time_point::max());
       co_await timer.async_wait(asio::use_awaitable);
+    }
+  }
+
+  // The loss after renewals kept failing: a LeaseLostError with the last failure nested in it.
+  static std::exception_ptr expired_after(const Lease& lease, std::exception_ptr cause) {
+    std::string why = "unknown error";
+    try {
+      std::rethrow_exception(cause);
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+    }
+    try {
+      try {
+        std::rethrow_exception(cause);
+      } catch (...) {
+        std::throw_with_nested(LeaseLostError(
+            lease.resource, lease.owner, lease.token, lease.token,
+            "renewals kept failing until the lease was about to expire; last failure: " + why));
+      }
+    } catch (...) {
+      return std::current_exception();
     }
   }
 

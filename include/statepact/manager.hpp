@@ -1,5 +1,5 @@
-// The entry point of the seed's `manager`: leases that register their resource, sessions, and
-// run() which re-runs a whole transaction on retryable errors.
+// The entry point for transactions: leases that register their resource, sessions, and run(),
+// which re-runs a whole transaction on retryable errors and resolves an unknown commit outcome.
 #pragma once
 
 #include <exception>
@@ -37,19 +37,27 @@ class Manager {
 
   B& backend() const { return *backend_; }
 
-  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object()) {
-    return backend_->register_resource(std::move(name), std::move(initial_state));
+  // Creates the resource with its initial state and policy; an existing one is left unchanged
+  // (returns false).
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
+                                          ResourcePolicy policy = {}) {
+    return backend_->register_resource(std::move(name), std::move(initial_state), policy);
+  }
+
+  // Changes what storage enforces on the resource's commits (ResourceNotFoundError if unknown).
+  asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy) {
+    return backend_->set_resource_policy(std::move(name), policy);
   }
 
   // Registers the resource with an empty state if needed, so a lease works before any session.
   asio::awaitable<Lease> lease(std::string resource, std::string owner,
                                milliseconds ttl = std::chrono::seconds(30)) {
-    // Check all input before registering: bad input must change nothing.
-    detail::validate_name("resource name", resource);
-    detail::validate_name("owner", owner);
-    detail::validate_ttl(ttl);
-    co_await backend_->register_resource(resource, Value::object());
-    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+    return lease_impl(std::move(resource), std::move(owner), ttl, std::nullopt);
+  }
+  // The same, and the resource gets `policy` (also when it existed before).
+  asio::awaitable<Lease> lease(std::string resource, std::string owner, milliseconds ttl,
+                               ResourcePolicy policy) {
+    return lease_impl(std::move(resource), std::move(owner), ttl, policy);
   }
 
   asio::awaitable<Session<B>> session(SessionOptions options) {
@@ -65,33 +73,100 @@ class Manager {
   // Runs fn(session) in a fresh session and commits unless fn did; on a retryable error waits
   // (exponential backoff, full jitter) and runs fn again from the start on fresh state. Returns
   // what fn returns; non-retryable errors and the last error once attempts run out propagate.
+  //
+  // A commit with an idempotency key whose outcome is unknown (CommitUnknownError) is not
+  // re-run: the identical request is resent with backoff until storage answers (a replay means
+  // the first one was applied), and run() returns fn's value from that attempt. If fn committed
+  // the session itself and returns a value, that value is gone with the exception, so the
+  // CommitUnknownError propagates and fn is not run again.
   template <class F>
   auto run(SessionOptions options, F fn, RetryPolicy policy = RetryPolicy()) -> asio::awaitable<
       typename detail::awaitable_value<std::invoke_result_t<F&, Session<B>&>>::type> {
     using R = typename detail::awaitable_value<std::invoke_result_t<F&, Session<B>&>>::type;
+    using Slot = std::conditional_t<std::is_void_v<R>, bool, R>;
     const SessionOptions normalized = options.normalized();  // bad options fail before attempt 1
     for (int attempt = 1;; ++attempt) {
+      std::optional<Session<B>> s;
+      std::optional<Slot> value;  // fn's result, once fn returned
+      bool unknown = false;
       try {
-        Session<B> s = co_await session(normalized);
+        s.emplace(co_await session(normalized));
         if constexpr (std::is_void_v<R>) {
-          co_await fn(s);
-          if (s.active()) co_await s.commit();
-          co_return;
+          co_await fn(*s);
+          value = true;
         } else {
-          R value = co_await fn(s);
-          if (s.active()) co_await s.commit();
-          co_return value;
+          value.emplace(co_await fn(*s));
         }
+        if (s->active()) co_await s->commit();
+        if constexpr (std::is_void_v<R>)
+          co_return;
+        else
+          co_return std::move(*value);
+      } catch (const CommitUnknownError&) {
+        if (!s || !s->outcome_unknown() || (!value && !std::is_void_v<R>)) throw;
+        unknown = true;
       } catch (const Error& e) {
         if (!e.retryable() || attempt >= policy.max_attempts()) throw;
       }
+      if (unknown) {
+        // Resolve before anything else: never run fn again while the first commit may stand.
+        const bool applied = co_await resolve(*s, policy, attempt);
+        if (applied) {
+          if constexpr (std::is_void_v<R>)
+            co_return;
+          else
+            co_return std::move(*value);
+        }
+        continue;  // storage refused the resend (e.g. a conflict): it was never applied
+      }
       // No co_await inside a handler: wait here, then start over.
-      asio::steady_timer timer(co_await asio::this_coro::executor, policy.delay(attempt));
-      co_await timer.async_wait(asio::use_awaitable);
+      co_await pause(policy.delay(attempt));
     }
   }
 
  private:
+  asio::awaitable<Lease> lease_impl(std::string resource, std::string owner, milliseconds ttl,
+                                    std::optional<ResourcePolicy> policy) {
+    // Check all input before registering: bad input must change nothing.
+    detail::validate_name("resource name", resource);
+    detail::validate_name("owner", owner);
+    detail::validate_ttl(ttl);
+    const bool created = co_await backend_->register_resource(resource, Value::object(),
+                                                              policy.value_or(ResourcePolicy{}));
+    if (policy && !created) co_await backend_->set_resource_policy(resource, *policy);
+    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+  }
+
+  static asio::awaitable<void> pause(milliseconds d) {
+    asio::steady_timer timer(co_await asio::this_coro::executor, d);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
+
+  // Resends the unknown commit of `s` until storage answers. True: applied (now or as a replay).
+  // False: storage refused it with a retryable error (so the first send was not applied either)
+  // and run() may start over. Anything else, or running out of attempts, propagates.
+  static asio::awaitable<bool> resolve(Session<B>& s, const RetryPolicy& policy, int attempt) {
+    for (int resend = 1;; ++resend) {
+      co_await pause(policy.delay(resend));
+      bool refused = false;
+      try {
+        co_await s.resend_commit();
+        co_return true;
+      } catch (const CommitUnknownError&) {
+        if (resend >= policy.max_attempts()) throw;
+      } catch (const BackendUnavailableError&) {
+        if (resend >= policy.max_attempts()) throw;
+      } catch (const Error& e) {
+        if (!e.retryable() || attempt >= policy.max_attempts()) throw;
+        refused = true;
+      }
+      if (refused) {
+        co_await pause(policy.delay(attempt));
+        co_return false;
+      }
+    }
+  }
+
   B* backend_;
 };
 

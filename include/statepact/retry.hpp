@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <statepact/detail/backoff.hpp>
+#include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
 
@@ -19,13 +20,17 @@ class RetryPolicy {
     return *this;
   }
   RetryPolicy& initial_backoff(milliseconds d) {
-    if (d < milliseconds::zero())
-      throw InvalidArgumentError("initial_backoff must not be negative");
+    if (d < milliseconds::zero() || d > detail::max_timeout)
+      throw InvalidArgumentError(
+          fmt::format("initial_backoff must be between 0 and {} ms, got {} ms",
+                      detail::max_timeout.count(), d.count()));
     initial_ = d;
     return *this;
   }
   RetryPolicy& max_backoff(milliseconds d) {
-    if (d < milliseconds::zero()) throw InvalidArgumentError("max_backoff must not be negative");
+    if (d < milliseconds::zero() || d > detail::max_timeout)
+      throw InvalidArgumentError(fmt::format("max_backoff must be between 0 and {} ms, got {} ms",
+                                             detail::max_timeout.count(), d.count()));
     cap_ = d;
     return *this;
   }

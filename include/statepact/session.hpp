@@ -34,7 +34,9 @@ class Session {
         id_(other.id_),
         state_(std::exchange(other.state_, State::moved_from)),
         keys_(std::move(other.keys_)),
-        snapshot_(std::move(other.snapshot_)) {}
+        snapshot_(std::move(other.snapshot_)),
+        write_bytes_(other.write_bytes_),
+        unresolved_(std::move(other.unresolved_)) {}
   Session& operator=(Session&&) = delete;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -49,6 +51,9 @@ class Session {
   const std::vector<std::string>& resources() const { return options_.resources(); }
   SessionId id() const { return id_; }
   bool active() const { return state_ == State::active; }
+  // True after commit() threw CommitUnknownError for a session with an idempotency key: the
+  // commit may or may not have been applied, and resend_commit() can find out.
+  bool outcome_unknown() const { return state_ == State::unknown; }
 
   // The single-resource forms leave the resource unset; it is resolved inside the coroutine, so
   // every error surfaces at co_await.
@@ -80,10 +85,13 @@ class Session {
     return do_write(std::move(resource), std::move(key), std::optional<Value>());
   }
 
-  // Applies the buffered writes, or nothing. Whatever happens, the session is finished after.
+  // Applies the buffered writes, or nothing. Whatever happens, the session is finished after; a
+  // commit with an idempotency key whose outcome is unknown can still be resent (resend_commit).
   asio::awaitable<CommitResult> commit() {
     require_active("commit");
     CommitRequest req = take_request();
+    std::optional<CommitRequest> copy;  // what a resend must repeat exactly
+    if (req.idempotency_key) copy = req;
     state_ = State::failed;  // until storage says otherwise; locks are released below either way
     try {
       CommitResult result;
@@ -93,8 +101,42 @@ class Session {
         result = co_await backend_->commit(std::move(req));
       state_ = State::committed;
       co_return result;
+    } catch (const CommitUnknownError&) {
+      backend_->end_session(id_);
+      if (copy) {
+        unresolved_ = std::move(copy);
+        state_ = State::unknown;
+      }
+      throw;
     } catch (...) {
       backend_->end_session(id_);
+      throw;
+    }
+  }
+
+  // Sends the identical commit again (same idempotency key and fingerprint) after commit() threw
+  // CommitUnknownError: if the first one was applied, storage answers with its stored result
+  // (`replayed`); if not, this one is checked and applied as the first would have been. Another
+  // CommitUnknownError or BackendUnavailableError leaves the outcome unknown, so it may be called
+  // again; any other answer finishes the session.
+  asio::awaitable<CommitResult> resend_commit() {
+    if (state_ != State::unknown)
+      throw UsageError(fmt::format(
+          "resend_commit() on a session of agent '{}' whose commit outcome is not unknown; only a "
+          "commit with an idempotency key that threw CommitUnknownError can be resent",
+          options_.agent_id()));
+    try {
+      CommitResult result = co_await send(CommitRequest(*unresolved_));
+      state_ = State::committed;
+      unresolved_.reset();
+      co_return result;
+    } catch (const CommitUnknownError&) {
+      throw;
+    } catch (const BackendUnavailableError&) {
+      throw;  // nothing was sent: still unknown
+    } catch (...) {
+      state_ = State::failed;
+      unresolved_.reset();
       throw;
     }
   }
@@ -108,7 +150,7 @@ class Session {
   }
 
  private:
-  enum class State { active, committed, aborted, failed, moved_from };
+  enum class State { active, committed, aborted, failed, unknown, moved_from };
   using Key = std::pair<std::string, std::string>;  // (resource, key)
 
   const std::string& single_resource(const char* op) const {
@@ -121,8 +163,12 @@ class Session {
   }
 
   void require_active(const char* op) const {
-    static constexpr const char* names[] = {"active", "committed", "aborted",
-                                            "finished by a failed commit", "moved from"};
+    static constexpr const char* names[] = {"active",
+                                            "committed",
+                                            "aborted",
+                                            "finished by a failed commit",
+                                            "finished by a commit of unknown outcome",
+                                            "moved from"};
     if (state_ != State::active)
       throw UsageError(
           fmt::format("{}() on a session of agent '{}' that was already {}; start a "
@@ -159,7 +205,7 @@ class Session {
 
   // Where the snapshot has the key; nullptr when the key is absent (never written).
   const Entry* snapshot_entry(const std::string& resource, const std::string& key) const {
-    if (!snapshot_) throw std::logic_error("statepact: session snapshot used before it was taken");
+    if (!snapshot_) throw UsageError("statepact: session snapshot used before it was taken");
     auto r = std::lower_bound(
         snapshot_->begin(), snapshot_->end(), resource,
         [](const ResourceSnapshot& s, const std::string& name) { return s.resource < name; });
@@ -211,9 +257,19 @@ class Session {
     require_active(op);
     Key k{resource ? std::move(*resource) : single_resource(op), std::move(key)};
     check_target(k.first, k.second);
+    const std::size_t bytes = value ? detail::validate_value(*value) : 0;
+    std::size_t total = write_bytes_ + bytes;
+    if (auto t = keys_.find(k); t != keys_.end()) total -= t->second.bytes;
+    if (total > detail::max_commit_bytes)
+      throw InvalidArgumentError(fmt::format(
+          "this write would bring the session's commit to {} bytes of JSON; at most {} are allowed",
+          total, detail::max_commit_bytes));
     if (uses_snapshot()) co_await ensure_snapshot();  // a write-only session's snapshot point
     if (isolation() == Isolation::pessimistic) co_await lock(k, LockMode::exclusive);
-    keys_.try_emplace(std::move(k)).first->second.write = std::move(value);
+    auto& touched = keys_.try_emplace(std::move(k)).first->second;
+    touched.write = std::move(value);
+    touched.bytes = bytes;
+    write_bytes_ = total;
   }
 
   // Pessimistic: asks storage only for a lock the session does not hold yet.
@@ -278,7 +334,15 @@ class Session {
     std::optional<Version> seen;                     // the first version read
     std::optional<std::optional<Value>> write;       // buffered; an empty value erases
     std::optional<std::pair<LockMode, Entry>> lock;  // pessimistic: held, and what it showed
+    std::size_t bytes = 0;                           // the buffered value's JSON size
   };
+
+  asio::awaitable<CommitResult> send(CommitRequest req) {
+    if constexpr (InlineBackend<B>)
+      co_return backend_->commit_now(std::move(req));
+    else
+      co_return co_await backend_->commit(std::move(req));
+  }
 
   B* backend_;
   SessionOptions options_;
@@ -286,6 +350,8 @@ class Session {
   State state_ = State::active;
   detail::FlatMap<Key, Touched> keys_;
   std::optional<std::vector<ResourceSnapshot>> snapshot_;  // sorted by resource
+  std::size_t write_bytes_ = 0;                            // JSON size of the buffered writes
+  std::optional<CommitRequest> unresolved_;                // State::unknown: what to resend
 };
 
 }  // namespace statepact

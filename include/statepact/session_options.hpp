@@ -117,8 +117,7 @@ inline void SessionOptions::normalize() {
   if (pending_token_ && *pending_token_ == 0)
     throw InvalidArgumentError("fence token 0 was never issued");
   if (idempotency_key_) detail::validate_name("idempotency key", *idempotency_key_);
-  if (lock_timeout_ <= milliseconds::zero())
-    throw InvalidArgumentError("lock_timeout must be positive");
+  detail::validate_duration("lock_timeout", lock_timeout_, detail::max_timeout);
 
   std::sort(resources_.begin(), resources_.end());
   resources_.erase(std::unique(resources_.begin(), resources_.end()), resources_.end());

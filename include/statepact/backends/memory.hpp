@@ -3,6 +3,7 @@
 // pessimistic lock wait suspends.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -38,9 +39,9 @@ class MemoryOptions {
     clock_ = std::move(now);
     return *this;
   }
+  // How long an idempotency record is kept: 1 ms .. 365 days.
   MemoryOptions& idempotency_retention(milliseconds d) {
-    if (d <= milliseconds::zero())
-      throw InvalidArgumentError("idempotency retention must be positive");
+    detail::validate_duration("idempotency retention", d, detail::max_idempotency_retention);
     retention_ = d;
     return *this;
   }
@@ -99,13 +100,31 @@ class MemoryBackend {
 
   // ---- state ---------------------------------------------------------------------------------
 
-  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object()) {
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
+                                          ResourcePolicy policy = {}) {
     detail::validate_initial_state(name, initial_state);
     std::lock_guard guard(mu_);
     auto [it, created] = resources_.try_emplace(name);
-    if (created)
+    if (created) {
+      it->second.policy = policy;
       for (auto& [key, value] : initial_state.items()) it->second.entries[key] = Entry{value, 0};
+    }
     co_return created;
+  }
+
+  asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy) {
+    detail::validate_name("resource name", name);
+    std::lock_guard guard(mu_);
+    auto it = resources_.find(name);
+    if (it == resources_.end()) throw ResourceNotFoundError(name);
+    it->second.policy = policy;
+    co_return;
+  }
+
+  asio::awaitable<ResourcePolicy> resource_policy(std::string name) {
+    detail::validate_name("resource name", name);
+    std::lock_guard guard(mu_);
+    co_return find_resource(name).policy;
   }
 
   asio::awaitable<Entry> read(std::string resource, std::string key) {
@@ -225,9 +244,7 @@ class MemoryBackend {
   }
 
   CommitResult commit_now(CommitRequest req) {
-    detail::validate_name("agent id", req.agent_id);
-    if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
-    for (const auto& w : req.writes) detail::validate_name("key", w.key);
+    detail::validate_commit(req);
     CommitResult result;
     std::vector<detail::LockTable::Grant> granted;
     {
@@ -263,6 +280,7 @@ class MemoryBackend {
  private:
   struct ResourceData {
     Version version = 0;
+    ResourcePolicy policy;
     std::unordered_map<std::string, Entry> entries;
   };
   struct IdempotencyRecord {
@@ -305,6 +323,16 @@ class MemoryBackend {
       detail::enforce_fence(f.resource, req.agent_id,
                             it == leases_.end() ? 0 : it->second.high_water, f.token);
     }
+    // Fence-required resources: every written one needs a fence (proved current above).
+    const std::string* unfenced = nullptr;
+    for (const auto& w : req.writes) {
+      if (!find_resource(w.resource).policy.fence_required) continue;
+      const bool fenced =
+          std::any_of(req.fences.begin(), req.fences.end(),
+                      [&](const FenceCheck& f) { return f.resource == w.resource; });
+      if (!fenced && (!unfenced || w.resource < *unfenced)) unfenced = &w.resource;
+    }
+    if (unfenced) throw FenceRequiredError(*unfenced, req.agent_id);
     for (const auto& c : req.checks) {
       const auto& entries = find_resource(c.resource).entries;
       const auto it = entries.find(c.key);

@@ -23,7 +23,7 @@ inline constexpr milliseconds max_timeout = std::chrono::hours(1);  // lock wait
 // Values: nesting (each array or object is a level) and size (bytes of the value's JSON text, as
 // Value::dump() writes it). Every backend stores what passes these faithfully.
 inline constexpr std::size_t max_value_depth = 100;
-inline constexpr std::size_t max_value_bytes = std::size_t(1) << 20;   // 1 MiB per value
+inline constexpr std::size_t max_value_bytes = std::size_t(1) << 20;    // 1 MiB per value
 inline constexpr std::size_t max_commit_bytes = std::size_t(16) << 20;  // 16 MiB per commit
 
 // Returns the byte offset of the first invalid UTF-8 sequence, or npos. Names (reject_c1) also
@@ -87,8 +87,8 @@ inline void validate_name(std::string_view what, std::string_view name) {
 // A duration option: positive and at most `max`.
 inline void validate_duration(std::string_view what, milliseconds d, milliseconds max) {
   if (d <= milliseconds::zero() || d > max)
-    throw InvalidArgumentError(fmt::format("{} must be between 1 ms and {} ms, got {} ms", what,
-                                           max.count(), d.count()));
+    throw InvalidArgumentError(
+        fmt::format("{} must be between 1 ms and {} ms, got {} ms", what, max.count(), d.count()));
 }
 
 namespace value_rules {
@@ -150,8 +150,8 @@ inline std::size_t validate_value(const Value& v) {
   std::size_t bytes = value_rules::check(v, 0);
   if (bytes > max_value_bytes) bytes = v.dump().size();  // the bound was loose: measure exactly
   if (bytes > max_value_bytes)
-    throw InvalidArgumentError(fmt::format("value is {} bytes of JSON; at most {} are allowed",
-                                           bytes, max_value_bytes));
+    throw InvalidArgumentError(
+        fmt::format("value is {} bytes of JSON; at most {} are allowed", bytes, max_value_bytes));
   return bytes;
 }
 
@@ -212,8 +212,8 @@ inline void validate_commit(const CommitRequest& req) {
     if (w.value) bytes += validate_value(*w.value);
   }
   if (bytes > max_commit_bytes)
-    throw InvalidArgumentError(fmt::format(
-        "commit writes {} bytes of JSON; at most {} are allowed", bytes, max_commit_bytes));
+    throw InvalidArgumentError(fmt::format("commit writes {} bytes of JSON; at most {} are allowed",
+                                           bytes, max_commit_bytes));
 }
 
 inline void validate_lease(const Lease& lease) {
