@@ -1,4 +1,4 @@
-// Leases and fencing: every rule of the seed's model and failure-modes table, for any backend.
+// Leases and fencing: every rule of the lease model and its failure-modes table, for any backend.
 // Include after defining `ConformanceFixtures` (a std::tuple of fixtures, see fixture.hpp).
 #pragma once
 
