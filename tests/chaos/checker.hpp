@@ -1,0 +1,397 @@
+// Decides whether a recorded history could have happened in a correct system, and names every
+// anomaly it finds. Pure code over a History (history.hpp); each workload's operations:
+//
+//   acquire   args {resource, owner}            ret {token}
+//   append    args {resource, token, n}                         (the fenced log)
+//   read      args {resource}                   ret {entries: [[client, token, n], ...]}
+//   bank_read                                   ret {total_expected, balances: {account: n}}
+//   increment args {id}                                         (idempotent, through run())
+//   counter   (a final read)                    ret {counter, applied: [id, ...]}
+//   txn       args {mops}                       ret {mops}      (list append, Elle-style)
+//             mops: [["append", key, value] | ["r", key, null or [values]]]
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "history.hpp"
+
+namespace statepact::chaos {
+
+struct Anomaly {
+  std::string kind;
+  std::string detail;
+};
+
+inline std::string describe(const Operation& o) {
+  return fmt::format("client {} {} {} at {} ({})", o.client, o.op, o.args.dump(), o.where,
+                     to_string(o.result));
+}
+
+namespace check {
+
+// Tokens per resource: none issued twice, and an acquisition that completed before another was
+// invoked holds the smaller token.
+inline void tokens(const History& h, std::vector<Anomaly>& out) {
+  std::map<std::string, std::vector<const Operation*>> by_resource;
+  for (const auto& o : h.operations)
+    if (o.op == "acquire" && o.result == Result::ok)
+      by_resource[o.args.at("resource").get<std::string>()].push_back(&o);
+  for (auto& [resource, ops] : by_resource) {
+    std::map<std::uint64_t, const Operation*> seen;
+    for (const Operation* o : ops) {
+      const auto token = o->ret.at("token").get<std::uint64_t>();
+      auto [it, fresh] = seen.emplace(token, o);
+      if (!fresh)
+        out.push_back(
+            {"token-reused", fmt::format("resource '{}': token {} issued to {} and to {}", resource,
+                                         token, describe(*it->second), describe(*o))});
+    }
+    // Sweep in invocation order, keeping the largest token completed before each invocation.
+    std::vector<const Operation*> by_completion = ops;
+    std::sort(by_completion.begin(), by_completion.end(),
+              [](auto* a, auto* b) { return a->completed_ns < b->completed_ns; });
+    std::size_t done = 0;
+    const Operation* top = nullptr;
+    for (const Operation* o : ops) {  // ops are in invocation order
+      while (done < by_completion.size() && by_completion[done]->completed_ns < o->invoked_ns) {
+        const Operation* c = by_completion[done++];
+        if (!top ||
+            c->ret.at("token").get<std::uint64_t>() > top->ret.at("token").get<std::uint64_t>())
+          top = c;
+      }
+      if (top &&
+          top->ret.at("token").get<std::uint64_t>() >= o->ret.at("token").get<std::uint64_t>())
+        out.push_back({"token-order",
+                       fmt::format("resource '{}': {} got a token not above {}, which completed "
+                                   "before it was invoked",
+                                   resource, describe(*o), describe(*top))});
+    }
+  }
+}
+
+// The fenced log: entries (client, token, n) appended under a resource with fenced commits.
+inline void fenced_log(const History& h, std::vector<Anomaly>& out) {
+  using Id = std::pair<int, std::int64_t>;  // (client, n)
+  std::map<std::string, std::vector<const Operation*>> acquires;
+  std::map<std::string, std::map<Id, const Operation*>> appends;
+  std::map<std::string, const Operation*> last_read;
+  for (const auto& o : h.operations) {
+    if (o.op == "acquire" && o.result == Result::ok)
+      acquires[o.args.at("resource").get<std::string>()].push_back(&o);
+    if (o.op == "append")
+      appends[o.args.at("resource").get<std::string>()]
+             [{o.client, o.args.at("n").get<std::int64_t>()}] = &o;
+  }
+  // The newest token whose acquisition completed before t (per resource).
+  auto newest_before = [&](const std::string& resource, std::int64_t t) {
+    std::uint64_t top = 0;
+    for (const Operation* a : acquires[resource])
+      if (a->completed_ns < t) top = std::max(top, a->ret.at("token").get<std::uint64_t>());
+    return top;
+  };
+  for (const auto& o : h.operations) {
+    if (o.op == "append" && o.result == Result::ok) {
+      const auto resource = o.args.at("resource").get<std::string>();
+      const auto token = o.args.at("token").get<std::uint64_t>();
+      const auto newer = newest_before(resource, o.invoked_ns);
+      if (newer > token)
+        out.push_back({"stale-write-accepted",
+                       fmt::format("{} was acknowledged although token {} had been issued before "
+                                   "it was invoked",
+                                   describe(o), newer)});
+    }
+    if (o.op != "read" || o.result != Result::ok) continue;
+    const auto resource = o.args.at("resource").get<std::string>();
+    const json& entries = o.ret.at("entries");
+    std::uint64_t previous = 0;
+    std::set<Id> in_read;
+    for (const json& e : entries) {
+      const Id id{e.at(0).get<int>(), e.at(2).get<std::int64_t>()};
+      const auto token = e.at(1).get<std::uint64_t>();
+      if (token < previous)
+        out.push_back(
+            {"stale-write-landed", fmt::format("resource '{}': {} shows token {} after token {}",
+                                               resource, describe(o), token, previous)});
+      previous = std::max(previous, token);
+      if (!in_read.insert(id).second)
+        out.push_back(
+            {"duplicate-write", fmt::format("resource '{}': {} holds client {} entry {} twice",
+                                            resource, describe(o), id.first, id.second)});
+      auto w = appends[resource].find(id);
+      if (w == appends[resource].end()) {
+        out.push_back({"unknown-write", fmt::format("resource '{}': {} holds client {} entry {}, "
+                                                    "which no client appended",
+                                                    resource, describe(o), id.first, id.second)});
+        continue;
+      }
+      if (w->second->result == Result::fail)
+        out.push_back({"failed-write-landed", fmt::format("{} failed, yet {} holds it",
+                                                          describe(*w->second), describe(o))});
+      const auto newer = newest_before(resource, w->second->invoked_ns);
+      if (newer > token)
+        out.push_back({"stale-write-landed",
+                       fmt::format("{} landed although token {} had been issued before it was "
+                                   "invoked",
+                                   describe(*w->second), newer)});
+    }
+    auto& last = last_read[resource];
+    if (!last || o.invoked_ns > last->invoked_ns) last = &o;
+  }
+  // Nothing acknowledged is lost: every ok append invoked before the last read completed... and
+  // certainly every one that completed before the last read was invoked, is in it.
+  for (const auto& [resource, read] : last_read) {
+    std::set<Id> present;
+    for (const json& e : read->ret.at("entries"))
+      present.insert({e.at(0).get<int>(), e.at(2).get<std::int64_t>()});
+    for (const auto& [id, w] : appends[resource])
+      if (w->result == Result::ok && w->completed_ns < read->invoked_ns && !present.count(id))
+        out.push_back({"lost-write", fmt::format("{} was acknowledged but the last read ({}) "
+                                                 "does not hold it",
+                                                 describe(*w), read->where)});
+  }
+}
+
+// Bank: every read sees the total the bank started with.
+inline void bank(const History& h, std::vector<Anomaly>& out) {
+  for (const auto& o : h.operations) {
+    if (o.op != "bank_read" || o.result != Result::ok) continue;
+    std::int64_t total = 0;
+    for (const auto& [account, amount] : o.ret.at("balances").items())
+      total += amount.get<std::int64_t>();
+    const auto expected = o.ret.at("total_expected").get<std::int64_t>();
+    if (total != expected)
+      out.push_back({"bank-total",
+                     fmt::format("{} saw a total of {}, not {}", describe(o), total, expected)});
+  }
+}
+
+// Idempotent increments: the final counter equals the applied increments, each applied once;
+// every acknowledged one applied, no failed one applied.
+inline void increments(const History& h, std::vector<Anomaly>& out) {
+  std::map<std::string, const Operation*> by_id;
+  const Operation* final_read = nullptr;
+  for (const auto& o : h.operations) {
+    if (o.op == "increment") by_id[o.args.at("id").get<std::string>()] = &o;
+    if (o.op == "counter" && o.result == Result::ok &&
+        (!final_read || o.invoked_ns > final_read->invoked_ns))
+      final_read = &o;
+  }
+  if (!final_read) return;
+  std::map<std::string, int> applied;
+  for (const json& id : final_read->ret.at("applied")) ++applied[id.get<std::string>()];
+  const auto counter = final_read->ret.at("counter").get<std::int64_t>();
+  std::int64_t sum = 0;
+  for (const auto& [id, n] : applied) {
+    sum += n;
+    if (n > 1)
+      out.push_back({"increment-duplicated", fmt::format("increment {} applied {} times", id, n)});
+    auto it = by_id.find(id);
+    if (it == by_id.end())
+      out.push_back({"unknown-write", fmt::format("increment {} applied, never invoked", id)});
+    else if (it->second->result == Result::fail)
+      out.push_back(
+          {"failed-write-landed", fmt::format("{} failed, yet applied", describe(*it->second))});
+  }
+  if (counter != sum)
+    out.push_back({"increment-duplicated",
+                   fmt::format("the counter is {} but {} increments are recorded", counter, sum)});
+  for (const auto& [id, o] : by_id)
+    if (o->result == Result::ok && o->completed_ns < final_read->invoked_ns && !applied.count(id))
+      out.push_back(
+          {"lost-write", fmt::format("{} was acknowledged but is not applied", describe(*o))});
+}
+
+}  // namespace check
+
+// List append: Adya's anomalies as Elle infers them from append-only lists.
+namespace elle {
+
+struct Txn {
+  const Operation* op;
+  std::vector<std::tuple<std::string, std::string, json>> mops;  // (f, key, value)
+};
+
+// Strongly connected components (Tarjan, iterative); returns each node's component id.
+inline std::vector<int> components(int n, const std::vector<std::vector<int>>& edges) {
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> on(n, false);
+  std::vector<int> stack;
+  int next = 0, ncomp = 0;
+  for (int root = 0; root < n; ++root) {
+    if (index[root] != -1) continue;
+    std::vector<std::pair<int, std::size_t>> work{{root, 0}};
+    while (!work.empty()) {
+      auto& [v, i] = work.back();
+      if (i == 0) {
+        index[v] = low[v] = next++;
+        stack.push_back(v);
+        on[v] = true;
+      }
+      if (i < edges[v].size()) {
+        int w = edges[v][i++];
+        if (index[w] == -1)
+          work.push_back({w, 0});
+        else if (on[w])
+          low[v] = std::min(low[v], index[w]);
+        continue;
+      }
+      if (low[v] == index[v]) {
+        int w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on[w] = false;
+          comp[w] = ncomp;
+        } while (w != v);
+        ++ncomp;
+      }
+      const int done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+    }
+  }
+  return comp;
+}
+
+enum Dep { ww = 1, wr = 2, rw = 4 };
+
+inline void check(const History& h, std::vector<Anomaly>& out) {
+  std::vector<Txn> txns;
+  for (const auto& o : h.operations) {
+    if (o.op != "txn") continue;
+    Txn t{&o, {}};
+    const json& mops = o.result == Result::ok ? o.ret.at("mops") : o.args.at("mops");
+    for (const json& m : mops)
+      t.mops.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>(), m.at(2));
+    txns.push_back(std::move(t));
+  }
+  if (txns.empty()) return;
+  // Who appended each (key, value), and in which position of that transaction's appends to key.
+  std::map<std::pair<std::string, std::string>, int> writer;
+  std::map<std::pair<std::string, std::string>, bool> last_of_writer;
+  for (int i = 0; i < static_cast<int>(txns.size()); ++i) {
+    std::map<std::string, std::string> final_append;
+    for (auto& [f, key, value] : txns[i].mops)
+      if (f == "append") {
+        writer[{key, value.dump()}] = i;
+        final_append[key] = value.dump();
+      }
+    for (auto& [f, key, value] : txns[i].mops)
+      if (f == "append") last_of_writer[{key, value.dump()}] = final_append[key] == value.dump();
+  }
+  // The version order of each key: its longest read; every other read must be a prefix of it.
+  std::map<std::string, std::vector<std::string>> order;
+  for (const auto& t : txns) {
+    if (t.op->result != Result::ok) continue;
+    for (auto& [f, key, value] : t.mops) {
+      if (f != "r" || value.is_null()) continue;
+      std::vector<std::string> list;
+      for (const json& v : value) list.push_back(v.dump());
+      auto& known = order[key];
+      const bool known_longer = known.size() >= list.size();
+      const auto& shorter = known_longer ? list : known;
+      const auto& longer = known_longer ? known : list;
+      if (!std::equal(shorter.begin(), shorter.end(), longer.begin()))
+        out.push_back({"incompatible-order",
+                       fmt::format("key {}: {} read a list that no single order of appends "
+                                   "explains (known {} elements)",
+                                   key, describe(*t.op), known.size())});
+      else if (!known_longer)
+        known = list;
+    }
+  }
+  const int n = static_cast<int>(txns.size());
+  std::map<std::pair<int, int>, int> deps;  // (from, to) -> Dep bits
+  auto edge = [&](int from, int to, Dep d) {
+    if (from != to) deps[{from, to}] |= d;
+  };
+  for (const auto& [key, versions] : order)
+    for (std::size_t i = 0; i + 1 < versions.size(); ++i) {
+      auto a = writer.find({key, versions[i]}), b = writer.find({key, versions[i + 1]});
+      if (a != writer.end() && b != writer.end()) edge(a->second, b->second, ww);
+    }
+  for (int i = 0; i < n; ++i) {
+    const Txn& t = txns[i];
+    if (t.op->result != Result::ok) continue;
+    for (auto& [f, key, value] : t.mops) {
+      if (f != "r" || value.is_null()) continue;
+      for (const json& v : value) {
+        auto w = writer.find({key, v.dump()});
+        if (w == writer.end()) {
+          out.push_back({"unknown-write", fmt::format("key {}: {} read {}, which nobody appended",
+                                                      key, describe(*t.op), v.dump())});
+        } else if (txns[w->second].op->result == Result::fail) {
+          out.push_back(
+              {"G1a", fmt::format("key {}: {} read {} appended by the failed {}", key,
+                                  describe(*t.op), v.dump(), describe(*txns[w->second].op))});
+        }
+      }
+      if (!value.empty()) {
+        const std::string last = value.back().dump();
+        auto w = writer.find({key, last});
+        if (w != writer.end() && w->second != i) {
+          edge(w->second, i, wr);
+          if (!last_of_writer[{key, last}])
+            out.push_back(
+                {"G1b", fmt::format("key {}: {} read {}, an intermediate append of {}", key,
+                                    describe(*t.op), last, describe(*txns[w->second].op))});
+        }
+      }
+      const auto& versions = order[key];
+      if (value.size() < versions.size()) {
+        auto w = writer.find({key, versions[value.size()]});
+        if (w != writer.end()) edge(i, w->second, rw);
+      }
+    }
+  }
+  // Cycles: G0 in ww alone; G1c in ww+wr with a wr edge; G2 in all with an rw edge.
+  auto cycles = [&](int allowed, int required, const char* kind) {
+    std::vector<std::vector<int>> adj(n);
+    for (const auto& [e, d] : deps)
+      if (d & allowed) adj[e.first].push_back(e.second);
+    const auto comp = components(n, adj);
+    std::map<int, std::vector<int>> members;
+    for (int i = 0; i < n; ++i) members[comp[i]].push_back(i);
+    for (const auto& [c, nodes] : members) {
+      if (nodes.size() < 2) continue;
+      bool has_required = false;
+      for (const auto& [e, d] : deps)
+        if ((d & allowed) && comp[e.first] == c && comp[e.second] == c && (d & required))
+          has_required = true;
+      if (!has_required) continue;
+      std::string list;
+      for (std::size_t k = 0; k < nodes.size() && k < 6; ++k)
+        list += (k ? "; " : "") + describe(*txns[nodes[k]].op);
+      out.push_back({kind, fmt::format("a dependency cycle among {} transactions: {}{}",
+                                       nodes.size(), list, nodes.size() > 6 ? "; ..." : "")});
+    }
+  };
+  cycles(ww, ww, "G0");
+  cycles(ww | wr, wr, "G1c");
+  cycles(ww | wr | rw, rw, "G2");
+}
+
+}  // namespace elle
+
+// Every check on one history.
+inline std::vector<Anomaly> check_all(const History& h) {
+  std::vector<Anomaly> out;
+  try {
+    check::tokens(h, out);
+    check::fenced_log(h, out);
+    check::bank(h, out);
+    check::increments(h, out);
+    elle::check(h, out);
+  } catch (const json::exception& e) {
+    throw HistoryError(fmt::format("an operation lacks a field its workload needs: {}", e.what()));
+  }
+  return out;
+}
+
+}  // namespace statepact::chaos
