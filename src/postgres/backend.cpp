@@ -1,6 +1,6 @@
 // PostgresBackend: validation before any I/O (the same checks as every backend), then one job on
 // a connection thread per operation. The rules themselves live in the server-side functions of
-// schema_v1.sql; this file maps their answers to statepact's types and errors.
+// schema_v1.sql and schema_v2.sql; this file maps their answers to statepact's types and errors.
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -95,6 +95,8 @@ CommitResult commit_answer(const Value& answer, const CommitRequest& req) {
                             answer.at("high_water").get<Token>(), answer.at("token").get<Token>());
       throw std::logic_error("statepact_commit refused a fence that the client accepts");
     }
+    if (error == "fence_required")
+      throw FenceRequiredError(answer.at("resource").get<std::string>(), req.agent_id);
     if (error == "conflict")
       throw ConflictError(answer.at("resource").get<std::string>(),
                           answer.at("key").get<std::string>(), answer.at("expected").get<Version>(),
@@ -322,16 +324,46 @@ asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
 
 // ---- state ------------------------------------------------------------------------------------
 
-asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state) {
+asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state,
+                                                         ResourcePolicy policy) {
   detail::validate_initial_state(name, initial_state);
-  auto job = [name, state = initial_state.dump()](pg::Link& link) {
+  auto job = [name, state = initial_state.dump(), policy](pg::Link& link) {
     auto r =
         pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::register_resource.name, name, state);
+          return n.exec_prepared(pg::stmt::register_resource.name, name, state,
+                                 policy.fence_required);
         });
     return r.at(0)[0].as<bool>();
   };
   co_return co_await pg::call<bool>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+}
+
+asio::awaitable<void> PostgresBackend::set_resource_policy(std::string name,
+                                                           ResourcePolicy policy) {
+  detail::validate_name("resource name", name);
+  auto job = [name, policy](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::set_policy.name, name, policy.fence_required);
+        });
+    if (!r.at(0)[0].as<bool>()) throw ResourceNotFoundError(name);
+    return 0;
+  };
+  co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+}
+
+asio::awaitable<ResourcePolicy> PostgresBackend::resource_policy(std::string name) {
+  detail::validate_name("resource name", name);
+  auto job = [name](pg::Link& link) {
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::policy.name, name);
+    });
+    const auto f = r.at(0)[0];
+    if (f.is_null()) throw ResourceNotFoundError(name);
+    return ResourcePolicy{f.as<bool>()};
+  };
+  co_return co_await pg::call<ResourcePolicy>(*impl_->pool_queue, impl_->deadline(),
+                                              std::move(job));
 }
 
 asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string key) {
@@ -496,9 +528,7 @@ void PostgresBackend::end_session(SessionId session) noexcept {
 }
 
 asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
-  detail::validate_name("agent id", req.agent_id);
-  if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
-  for (const auto& w : req.writes) detail::validate_name("key", w.key);
+  detail::validate_commit(req);
   std::string body = commit_body(req, impl_->options.idempotency_retention());
   const bool has_key = req.idempotency_key.has_value();
   auto sc = impl_->take_open(req.session);

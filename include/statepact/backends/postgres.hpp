@@ -94,7 +94,13 @@ class PostgresBackend {
   asio::awaitable<Token> current_fence(std::string resource);
 
   // ---- state ---------------------------------------------------------------------------------
-  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object());
+  // Creates the resource with its state and policy in one step; an existing one is left as it
+  // is, policy included (false).
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
+                                          ResourcePolicy policy = {});
+  // ResourceNotFoundError when the resource is not registered.
+  asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy);
+  asio::awaitable<ResourcePolicy> resource_policy(std::string name);
   asio::awaitable<Entry> read(std::string resource, std::string key);
   asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources);
 
