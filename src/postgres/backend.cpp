@@ -93,7 +93,8 @@ CommitResult commit_answer(const Value& answer, const CommitRequest& req) {
     if (error == "fence") {
       detail::enforce_fence(answer.at("resource").get<std::string>(), req.agent_id,
                             answer.at("high_water").get<Token>(), answer.at("token").get<Token>());
-      throw std::logic_error("statepact_commit refused a fence that the client accepts");
+      throw Error(ErrorCode::backend_unavailable,
+                  "statepact_commit refused a fence that the client accepts; nothing was applied");
     }
     if (error == "fence_required")
       throw FenceRequiredError(answer.at("resource").get<std::string>(), req.agent_id);
@@ -101,7 +102,10 @@ CommitResult commit_answer(const Value& answer, const CommitRequest& req) {
       throw ConflictError(answer.at("resource").get<std::string>(),
                           answer.at("key").get<std::string>(), answer.at("expected").get<Version>(),
                           answer.at("found").get<Version>());
-    throw std::runtime_error("statepact_commit returned an unknown error: " + error);
+    throw Error(ErrorCode::backend_unavailable,
+                fmt::format("statepact_commit refused the commit for a reason this client does not "
+                            "know ('{}'; a newer schema?); nothing was applied",
+                            error));
   }
   CommitResult result;
   for (const auto& [name, version] : answer.at("versions").items())
@@ -166,7 +170,8 @@ class PostgresBackend::Impl {
         shared(std::make_shared<pg::Shared>(pg::Settings{
             with_client_timeouts(url, options.connect_timeout(), options.call_timeout()),
             options.schema(), options.application_name(), options.statement_timeout(),
-            options.lock_timeout()})) {
+            options.lock_timeout(), pg::conninfo_secrets(url),
+            pg::redact(url, pg::conninfo_secrets(url))})) {
     for (std::size_t i = 0; i < options.pool_size(); ++i)
       pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
   }
@@ -191,7 +196,12 @@ class PostgresBackend::Impl {
       return sc;
     }
     auto sc = std::make_shared<SessionConn>();
-    sc->worker = std::make_unique<pg::Worker>(sc->queue, shared);
+    try {
+      sc->worker = std::make_unique<pg::Worker>(sc->queue, shared);
+    } catch (const std::system_error& e) {
+      throw BackendUnavailableError(
+          fmt::format("cannot start a thread for a pessimistic session: {}", e.what()));
+    }
     all_sessions.push_back(sc);
     return sc;
   }
@@ -236,7 +246,14 @@ class PostgresBackend::Impl {
 };
 
 PostgresBackend::PostgresBackend(asio::any_io_executor ex, std::string url, PostgresOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), std::move(url), std::move(options))) {}
+    : impl_([&] {
+        try {
+          return std::make_shared<Impl>(std::move(ex), std::move(url), std::move(options));
+        } catch (const std::system_error& e) {
+          throw BackendUnavailableError(
+              fmt::format("cannot start the PostgreSQL backend's threads: {}", e.what()));
+        }
+      }()) {}
 
 PostgresBackend::~PostgresBackend() = default;
 
@@ -434,8 +451,8 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
                    [&](pqxx::nontransaction& n) { check(n); });
     try {
       link.tx = std::make_unique<pqxx::work>(link.current());
-    } catch (const pqxx::broken_connection& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, false);
+    } catch (...) {
+      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, false);
     }
     return 0;
   };
@@ -476,17 +493,12 @@ asio::awaitable<Entry> PostgresBackend::lock(SessionId session, std::string reso
       r = link.tx->exec_prepared(pg::stmt::lock.name, resource, key, mode == LockMode::exclusive,
                                  static_cast<long long>(timeout.count()), deadlock_ms);
       cancel->disarm();
-    } catch (const pqxx::broken_connection& e) {
-      cancel->disarm();
-      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, false);
-    } catch (const pqxx::sql_error& e) {
-      cancel->disarm();
-      roll_back(link);
-      pg::sql_failed(link, e, pg::Outcome::nothing_applied, false);
     } catch (...) {
+      // Any failure of the statement aborted the transaction: it is rolled back here, and the
+      // session's later statements say it is gone.
       cancel->disarm();
       roll_back(link);
-      throw;
+      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, false);
     }
     const auto row = r.at(0);
     const std::string status = row[0].as<std::string>();
@@ -555,32 +567,24 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
       throw BackendUnavailableError(
           "the session's transaction is gone (its connection failed or a statement failed); "
           "nothing was committed");
-    Value answer;
-    try {
-      answer = Value::parse(link.tx->exec_prepared(pg::stmt::commit.name, body).at(0)[0].c_str());
-    } catch (const pqxx::broken_connection& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, has_key);
-    } catch (const pqxx::sql_error& e) {
-      roll_back(link);
-      pg::sql_failed(link, e, pg::Outcome::nothing_applied, has_key);
-    }
+    // Until COMMIT is sent, every failure (a refusal included) means nothing was applied.
     CommitResult result;
     try {
+      const Value answer =
+          Value::parse(link.tx->exec_prepared(pg::stmt::commit.name, body).at(0)[0].c_str());
       result = commit_answer(answer, req);
     } catch (...) {
       roll_back(link);
-      throw;
+      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, has_key);
     }
     try {
       link.tx->commit();
       link.tx.reset();
-    } catch (const pqxx::in_doubt_error& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::commit_unknown, has_key);
-    } catch (const pqxx::broken_connection& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::commit_unknown, has_key);
-    } catch (const pqxx::sql_error& e) {
+    } catch (...) {
+      // An error reply to COMMIT means it rolled back (mapped as such); a lost connection or
+      // libpqxx's in-doubt error leave the outcome unknown.
       roll_back(link);
-      pg::sql_failed(link, e, pg::Outcome::nothing_applied, has_key);
+      pg::rethrow_mapped(link, pg::Outcome::commit_unknown, has_key);
     }
     return result;
   };

@@ -62,6 +62,8 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
     });
   }
 
+  const Deadline& deadline() const { return deadline_; }
+
   // On the connection thread, before the statement: false when the deadline already answered
   // (nothing is sent then).
   bool start() {
@@ -149,7 +151,13 @@ class CallJob final : public Job {
     try {
       value = fn_(link);
     } catch (...) {
-      error = std::current_exception();
+      // Whatever escaped the job (a reply that does not parse, a libpqxx usage error) reaches
+      // the caller as statepact's error.
+      try {
+        rethrow_mapped(link, race_->deadline().outcome, race_->deadline().has_idempotency_key);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
     race_->finish(error, std::move(value));
   }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -13,12 +14,20 @@
 
 namespace statepact::detail::pg {
 
+// The passwords a connection string holds (as written and percent-decoded), so that messages can
+// leave them out: libpq quotes parts of a malformed string in its own messages.
+std::vector<std::string> conninfo_secrets(const std::string& conninfo);
+// `text` with every secret replaced by "***".
+std::string redact(std::string text, const std::vector<std::string>& secrets);
+
 struct Settings {
   std::string conninfo;  // with connect_timeout added
   std::string schema;
   std::string application_name;
   milliseconds statement_timeout{0};
   milliseconds lock_timeout{0};
+  std::vector<std::string> secrets;  // of conninfo, never printed
+  std::string target;                // the user's connection string, passwords removed
 };
 
 // What all connections of one backend share: settings, and whether the schema is migrated.
