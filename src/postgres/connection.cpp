@@ -144,11 +144,14 @@ void Link::connect() {
   try {
     auto conn = std::make_unique<pqxx::connection>(s.conninfo);
     {
-      // Parameters rather than quoting on the client: names never become SQL text.
+      // Parameters rather than quoting on the client: names never become SQL text. The server
+      // functions rely on READ COMMITTED (each statement sees every commit that finished before
+      // its row locks were granted), whatever default the database or role sets.
       pqxx::nontransaction setup(*conn);
       setup.exec_params(
           "SELECT set_config('statement_timeout', $1, false), "
           "set_config('lock_timeout', $2, false), "
+          "set_config('default_transaction_isolation', 'read committed', false), "
           "set_config('search_path', quote_ident($3), false), "
           "set_config('client_min_messages', 'warning', false), "
           "set_config('application_name', $4, false)",
