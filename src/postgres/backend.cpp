@@ -171,7 +171,7 @@ class PostgresBackend::Impl {
             with_client_timeouts(url, options.connect_timeout(), options.call_timeout()),
             options.schema(), options.application_name(), options.statement_timeout(),
             options.lock_timeout(), pg::conninfo_secrets(url),
-            pg::redact(url, pg::conninfo_secrets(url))})) {
+            pg::redact(url, pg::conninfo_secrets(url)), options.idle_in_transaction_timeout()})) {
     for (std::size_t i = 0; i < options.pool_size(); ++i)
       pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
   }
@@ -195,6 +195,12 @@ class PostgresBackend::Impl {
       idle.pop_back();
       return sc;
     }
+    // Idle connections are reused first, so the threads never outnumber the cap either.
+    if (all_sessions.size() >= options.max_pessimistic_sessions())
+      throw BackendUnavailableError(fmt::format(
+          "{} pessimistic sessions are open, the most PostgresOptions::max_pessimistic_sessions "
+          "allows; nothing was sent: end sessions (or raise the limit) and try again",
+          all_sessions.size()));
     auto sc = std::make_shared<SessionConn>();
     try {
       sc->worker = std::make_unique<pg::Worker>(sc->queue, shared);
@@ -209,6 +215,19 @@ class PostgresBackend::Impl {
   void give_back(std::shared_ptr<SessionConn> sc) {
     std::lock_guard guard(mu);
     idle.push_back(std::move(sc));
+  }
+
+  // On the session's own thread (after whatever is queued there): rolls back what is open, then
+  // offers the connection to the next session. Never waits.
+  void release(std::shared_ptr<SessionConn> sc) noexcept {
+    try {
+      sc->queue->push(std::make_unique<DetachedJob>([this, sc](pg::Link& link) {
+        roll_back(link);
+        give_back(sc);
+      }));
+    } catch (...) {
+      // Out of memory: the transaction stays open until the backend closes its connection.
+    }
   }
 
   pg::Deadline deadline(pg::Outcome outcome = pg::Outcome::nothing_applied,
@@ -449,6 +468,7 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
   auto job = [check](pg::Link& link) {
     pg::autocommit(link, pg::Outcome::nothing_applied, false,
                    [&](pqxx::nontransaction& n) { check(n); });
+    roll_back(link);  // nothing should be open; never start a second transaction on it
     try {
       link.tx = std::make_unique<pqxx::work>(link.current());
     } catch (...) {
@@ -456,11 +476,17 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
     }
     return 0;
   };
+  // On failure the connection goes back through its own thread, after the begin job: if that
+  // job still runs (the deadline passed first), the transaction it opens is rolled back.
+  std::exception_ptr failed;
   try {
     co_await pg::call<int>(*sc->queue, impl_->deadline(), std::move(job));
   } catch (...) {
-    impl_->give_back(sc);
-    throw;
+    failed = std::current_exception();
+  }
+  if (failed) {
+    impl_->release(sc);
+    std::rethrow_exception(failed);
   }
   const SessionId id = ++impl_->next_session;
   {
@@ -529,13 +555,8 @@ void PostgresBackend::end_session(SessionId session) noexcept {
     if (!sc) return;  // not pessimistic, or already committed
     // Never waits: the rollback runs on the session's own thread, which then offers the
     // connection to the next session.
-    Impl* impl = impl_.get();
-    sc->queue->push(std::make_unique<DetachedJob>([impl, sc](pg::Link& link) {
-      roll_back(link);
-      impl->give_back(sc);
-    }));
+    impl_->release(std::move(sc));
   } catch (...) {
-    // Out of memory: the transaction stays open until the backend closes its connection.
   }
 }
 
@@ -558,11 +579,16 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.
   Impl* impl = impl_.get();
   auto job = [body = std::move(body), req = std::move(req), has_key, impl, sc](pg::Link& link) {
+    // However the job ends, the connection goes back with no transaction open.
     struct GiveBack {
       Impl* impl;
       std::shared_ptr<Impl::SessionConn> sc;
-      ~GiveBack() { impl->give_back(sc); }
-    } give_back{impl, sc};
+      pg::Link& link;
+      ~GiveBack() {
+        roll_back(link);
+        impl->give_back(sc);
+      }
+    } give_back{impl, sc, link};
     if (!link.tx)
       throw BackendUnavailableError(
           "the session's transaction is gone (its connection failed or a statement failed); "
@@ -588,8 +614,15 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
     }
     return result;
   };
-  co_return co_await pg::call<CommitResult>(
-      *sc->queue, impl_->deadline(pg::Outcome::commit_unknown, has_key), std::move(job));
+  // The deadline may pass while the job waits behind a stuck statement of the session: then it
+  // never runs, and the session's transaction is rolled back and its connection handed back.
+  auto skipped = [impl, sc](pg::Link& link) {
+    roll_back(link);
+    impl->give_back(sc);
+  };
+  co_return co_await pg::call<CommitResult>(*sc->queue,
+                                            impl_->deadline(pg::Outcome::commit_unknown, has_key),
+                                            std::move(job), nullptr, 0, std::move(skipped));
 }
 
 }  // namespace statepact

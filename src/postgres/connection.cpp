@@ -154,9 +154,10 @@ void Link::connect() {
           "set_config('default_transaction_isolation', 'read committed', false), "
           "set_config('search_path', quote_ident($3), false), "
           "set_config('client_min_messages', 'warning', false), "
-          "set_config('application_name', $4, false)",
+          "set_config('application_name', $4, false), "
+          "set_config('idle_in_transaction_session_timeout', $5, false)",
           std::to_string(s.statement_timeout.count()), std::to_string(s.lock_timeout.count()),
-          s.schema, s.application_name);
+          s.schema, s.application_name, std::to_string(s.idle_in_transaction_timeout.count()));
     }
     step = fmt::format("migrating schema '{}'", s.schema);
     shared_->ensure_migrated(*conn);

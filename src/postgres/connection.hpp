@@ -28,6 +28,7 @@ struct Settings {
   milliseconds lock_timeout{0};
   std::vector<std::string> secrets;  // of conninfo, never printed
   std::string target;                // the user's connection string, passwords removed
+  milliseconds idle_in_transaction_timeout{0};
 };
 
 // What all connections of one backend share: settings, and whether the schema is migrated.
@@ -47,6 +48,11 @@ class Shared {
 class Link {
  public:
   explicit Link(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  // The transaction goes before its connection (members alone would destroy them the other way
+  // round, and the transaction's rollback would use a freed connection).
+  ~Link() { drop(); }
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
 
   // A connection believed alive, connecting if needed. Throws BackendUnavailableError when it
   // cannot connect: nothing has been sent then.

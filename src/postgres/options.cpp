@@ -67,4 +67,16 @@ PostgresOptions& PostgresOptions::application_name(std::string name) {
   return *this;
 }
 
+PostgresOptions& PostgresOptions::max_pessimistic_sessions(std::size_t n) {
+  if (n == 0) throw InvalidArgumentError("max_pessimistic_sessions must be at least 1");
+  max_pessimistic_sessions_ = n;
+  return *this;
+}
+
+PostgresOptions& PostgresOptions::idle_in_transaction_timeout(milliseconds d) {
+  detail::validate_duration("idle_in_transaction_timeout", d, detail::max_timeout);
+  idle_in_transaction_timeout_ = d;
+  return *this;
+}
+
 }  // namespace statepact

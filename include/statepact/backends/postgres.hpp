@@ -49,6 +49,15 @@ class PostgresOptions {
   PostgresOptions& idempotency_retention(milliseconds d);
   // application_name of every connection (pg_stat_activity), default "statepact".
   PostgresOptions& application_name(std::string name);
+  // Pessimistic sessions open at once, each holding a connection and a thread (default 64, at
+  // least 1). Past it begin_session fails at once with BackendUnavailableError (retryable:
+  // nothing was sent; Manager::run backs off and tries again).
+  PostgresOptions& max_pessimistic_sessions(std::size_t n);
+  // idle_in_transaction_session_timeout of every connection (default 60 s, at most 1 hour): a
+  // pessimistic session idle inside its transaction that long (a paused or partitioned holder)
+  // is ended by the server, which frees its row locks; its next lock or commit fails with
+  // BackendUnavailableError and nothing of it is applied.
+  PostgresOptions& idle_in_transaction_timeout(milliseconds d);
 
   std::size_t pool_size() const { return pool_size_; }
   const std::string& schema() const { return schema_; }
@@ -62,6 +71,8 @@ class PostgresOptions {
   }
   milliseconds idempotency_retention() const { return retention_; }
   const std::string& application_name() const { return application_name_; }
+  std::size_t max_pessimistic_sessions() const { return max_pessimistic_sessions_; }
+  milliseconds idle_in_transaction_timeout() const { return idle_in_transaction_timeout_; }
 
  private:
   std::size_t pool_size_ = 4;
@@ -73,6 +84,8 @@ class PostgresOptions {
   std::optional<milliseconds> call_timeout_;
   milliseconds retention_ = std::chrono::hours(24);
   std::string application_name_ = "statepact";
+  std::size_t max_pessimistic_sessions_ = 64;
+  milliseconds idle_in_transaction_timeout_ = std::chrono::seconds(60);
 };
 
 class PostgresBackend {
