@@ -201,6 +201,21 @@ TEST_CASE("the call timeout is validated and defaults past the server's own dead
           "[postgres][integration]") {
   CHECK_THROWS_AS(sp::PostgresOptions().call_timeout(0ms), sp::InvalidArgumentError);
   CHECK_THROWS_AS(sp::PostgresOptions().call_timeout(-5ms), sp::InvalidArgumentError);
+  // Every duration has an upper bound: past it, time arithmetic would overflow somewhere.
+  const auto hour = std::chrono::hours(1);
+  const auto too_long = hour + 1ms;
+  CHECK_THROWS_AS(sp::PostgresOptions().call_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().statement_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().lock_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().deadlock_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().connect_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_NOTHROW(
+      sp::PostgresOptions().statement_timeout(hour).lock_timeout(hour).call_timeout(hour));
+  CHECK_THROWS_AS(sp::PostgresOptions().idempotency_retention(std::chrono::hours(24 * 365) + 1ms),
+                  sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().idempotency_retention(std::chrono::hours(24 * 365 * 300)),
+                  sp::InvalidArgumentError);
+  CHECK_NOTHROW(sp::PostgresOptions().idempotency_retention(std::chrono::hours(24 * 365)));
   auto o = sp::PostgresOptions().statement_timeout(2s).connect_timeout(3s);
   CHECK(o.call_timeout() == 6s);
   o.call_timeout(250ms);

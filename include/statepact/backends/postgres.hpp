@@ -29,7 +29,8 @@ class PostgresOptions {
   PostgresOptions& pool_size(std::size_t n);
   // The schema holding statepact's tables and functions; created if missing.
   PostgresOptions& schema(std::string name);
-  // Server-side deadline of every statement (statement_timeout on each connection).
+  // Server-side deadline of every statement (statement_timeout on each connection). 1 ms to
+  // 1 hour (detail::max_timeout), as are the other timeouts below.
   PostgresOptions& statement_timeout(milliseconds d);
   // lock_timeout on each connection for statements other than a session's explicit lock(),
   // which uses the session's own timeout.
@@ -46,6 +47,8 @@ class PostgresOptions {
   // Default: statement timeout + connect timeout + 1 s. A lock() is allowed at least its own
   // timeout + 1 s. Also libpq's tcp_user_timeout, so the kernel gives up on unacknowledged data.
   PostgresOptions& call_timeout(milliseconds d);
+  // How long an idempotency record is kept (default 24 h, 1 ms to 365 days:
+  // detail::max_idempotency_retention).
   PostgresOptions& idempotency_retention(milliseconds d);
   // application_name of every connection (pg_stat_activity), default "statepact".
   PostgresOptions& application_name(std::string name);
