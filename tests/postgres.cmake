@@ -16,6 +16,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(STATEPACT_TEST_PQXX REQUIRED IMPORTED_TARGET libpqxx)
 add_executable(statepact_integration_postgres
   integration/postgres_deadline_test.cpp
+  integration/postgres_errors_test.cpp
+  integration/postgres_isolation_test.cpp
+  integration/postgres_sessions_bound_test.cpp
+  integration/postgres_migration_test.cpp
   integration/postgres_names_test.cpp
   integration/postgres_recovery_test.cpp
   integration/postgres_restart_test.cpp)

@@ -1,6 +1,6 @@
 // PostgresBackend: validation before any I/O (the same checks as every backend), then one job on
 // a connection thread per operation. The rules themselves live in the server-side functions of
-// schema_v1.sql; this file maps their answers to statepact's types and errors.
+// schema_v1.sql and schema_v2.sql; this file maps their answers to statepact's types and errors.
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -93,13 +93,19 @@ CommitResult commit_answer(const Value& answer, const CommitRequest& req) {
     if (error == "fence") {
       detail::enforce_fence(answer.at("resource").get<std::string>(), req.agent_id,
                             answer.at("high_water").get<Token>(), answer.at("token").get<Token>());
-      throw std::logic_error("statepact_commit refused a fence that the client accepts");
+      throw Error(ErrorCode::backend_unavailable,
+                  "statepact_commit refused a fence that the client accepts; nothing was applied");
     }
+    if (error == "fence_required")
+      throw FenceRequiredError(answer.at("resource").get<std::string>(), req.agent_id);
     if (error == "conflict")
       throw ConflictError(answer.at("resource").get<std::string>(),
                           answer.at("key").get<std::string>(), answer.at("expected").get<Version>(),
                           answer.at("found").get<Version>());
-    throw std::runtime_error("statepact_commit returned an unknown error: " + error);
+    throw Error(ErrorCode::backend_unavailable,
+                fmt::format("statepact_commit refused the commit for a reason this client does not "
+                            "know ('{}'; a newer schema?); nothing was applied",
+                            error));
   }
   CommitResult result;
   for (const auto& [name, version] : answer.at("versions").items())
@@ -164,7 +170,8 @@ class PostgresBackend::Impl {
         shared(std::make_shared<pg::Shared>(pg::Settings{
             with_client_timeouts(url, options.connect_timeout(), options.call_timeout()),
             options.schema(), options.application_name(), options.statement_timeout(),
-            options.lock_timeout()})) {
+            options.lock_timeout(), pg::conninfo_secrets(url),
+            pg::redact(url, pg::conninfo_secrets(url)), options.idle_in_transaction_timeout()})) {
     for (std::size_t i = 0; i < options.pool_size(); ++i)
       pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
   }
@@ -188,8 +195,19 @@ class PostgresBackend::Impl {
       idle.pop_back();
       return sc;
     }
+    // Idle connections are reused first, so the threads never outnumber the cap either.
+    if (all_sessions.size() >= options.max_pessimistic_sessions())
+      throw BackendUnavailableError(fmt::format(
+          "{} pessimistic sessions are open, the most PostgresOptions::max_pessimistic_sessions "
+          "allows; nothing was sent: end sessions (or raise the limit) and try again",
+          all_sessions.size()));
     auto sc = std::make_shared<SessionConn>();
-    sc->worker = std::make_unique<pg::Worker>(sc->queue, shared);
+    try {
+      sc->worker = std::make_unique<pg::Worker>(sc->queue, shared);
+    } catch (const std::system_error& e) {
+      throw BackendUnavailableError(
+          fmt::format("cannot start a thread for a pessimistic session: {}", e.what()));
+    }
     all_sessions.push_back(sc);
     return sc;
   }
@@ -197,6 +215,19 @@ class PostgresBackend::Impl {
   void give_back(std::shared_ptr<SessionConn> sc) {
     std::lock_guard guard(mu);
     idle.push_back(std::move(sc));
+  }
+
+  // On the session's own thread (after whatever is queued there): rolls back what is open, then
+  // offers the connection to the next session. Never waits.
+  void release(std::shared_ptr<SessionConn> sc) noexcept {
+    try {
+      sc->queue->push(std::make_unique<DetachedJob>([this, sc](pg::Link& link) {
+        roll_back(link);
+        give_back(sc);
+      }));
+    } catch (...) {
+      // Out of memory: the transaction stays open until the backend closes its connection.
+    }
   }
 
   pg::Deadline deadline(pg::Outcome outcome = pg::Outcome::nothing_applied,
@@ -234,7 +265,14 @@ class PostgresBackend::Impl {
 };
 
 PostgresBackend::PostgresBackend(asio::any_io_executor ex, std::string url, PostgresOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), std::move(url), std::move(options))) {}
+    : impl_([&] {
+        try {
+          return std::make_shared<Impl>(std::move(ex), std::move(url), std::move(options));
+        } catch (const std::system_error& e) {
+          throw BackendUnavailableError(
+              fmt::format("cannot start the PostgreSQL backend's threads: {}", e.what()));
+        }
+      }()) {}
 
 PostgresBackend::~PostgresBackend() = default;
 
@@ -322,16 +360,46 @@ asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
 
 // ---- state ------------------------------------------------------------------------------------
 
-asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state) {
+asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state,
+                                                         ResourcePolicy policy) {
   detail::validate_initial_state(name, initial_state);
-  auto job = [name, state = initial_state.dump()](pg::Link& link) {
+  auto job = [name, state = initial_state.dump(), policy](pg::Link& link) {
     auto r =
         pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::register_resource.name, name, state);
+          return n.exec_prepared(pg::stmt::register_resource.name, name, state,
+                                 policy.fence_required);
         });
     return r.at(0)[0].as<bool>();
   };
   co_return co_await pg::call<bool>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+}
+
+asio::awaitable<void> PostgresBackend::set_resource_policy(std::string name,
+                                                           ResourcePolicy policy) {
+  detail::validate_name("resource name", name);
+  auto job = [name, policy](pg::Link& link) {
+    auto r =
+        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
+          return n.exec_prepared(pg::stmt::set_policy.name, name, policy.fence_required);
+        });
+    if (!r.at(0)[0].as<bool>()) throw ResourceNotFoundError(name);
+    return 0;
+  };
+  co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+}
+
+asio::awaitable<ResourcePolicy> PostgresBackend::resource_policy(std::string name) {
+  detail::validate_name("resource name", name);
+  auto job = [name](pg::Link& link) {
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::policy.name, name);
+    });
+    const auto f = r.at(0)[0];
+    if (f.is_null()) throw ResourceNotFoundError(name);
+    return ResourcePolicy{f.as<bool>()};
+  };
+  co_return co_await pg::call<ResourcePolicy>(*impl_->pool_queue, impl_->deadline(),
+                                              std::move(job));
 }
 
 asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string key) {
@@ -400,18 +468,25 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
   auto job = [check](pg::Link& link) {
     pg::autocommit(link, pg::Outcome::nothing_applied, false,
                    [&](pqxx::nontransaction& n) { check(n); });
+    roll_back(link);  // nothing should be open; never start a second transaction on it
     try {
       link.tx = std::make_unique<pqxx::work>(link.current());
-    } catch (const pqxx::broken_connection& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, false);
+    } catch (...) {
+      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, false);
     }
     return 0;
   };
+  // On failure the connection goes back through its own thread, after the begin job: if that
+  // job still runs (the deadline passed first), the transaction it opens is rolled back.
+  std::exception_ptr failed;
   try {
     co_await pg::call<int>(*sc->queue, impl_->deadline(), std::move(job));
   } catch (...) {
-    impl_->give_back(sc);
-    throw;
+    failed = std::current_exception();
+  }
+  if (failed) {
+    impl_->release(sc);
+    std::rethrow_exception(failed);
   }
   const SessionId id = ++impl_->next_session;
   {
@@ -444,17 +519,12 @@ asio::awaitable<Entry> PostgresBackend::lock(SessionId session, std::string reso
       r = link.tx->exec_prepared(pg::stmt::lock.name, resource, key, mode == LockMode::exclusive,
                                  static_cast<long long>(timeout.count()), deadlock_ms);
       cancel->disarm();
-    } catch (const pqxx::broken_connection& e) {
-      cancel->disarm();
-      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, false);
-    } catch (const pqxx::sql_error& e) {
-      cancel->disarm();
-      roll_back(link);
-      pg::sql_failed(link, e, pg::Outcome::nothing_applied, false);
     } catch (...) {
+      // Any failure of the statement aborted the transaction: it is rolled back here, and the
+      // session's later statements say it is gone.
       cancel->disarm();
       roll_back(link);
-      throw;
+      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, false);
     }
     const auto row = r.at(0);
     const std::string status = row[0].as<std::string>();
@@ -485,20 +555,13 @@ void PostgresBackend::end_session(SessionId session) noexcept {
     if (!sc) return;  // not pessimistic, or already committed
     // Never waits: the rollback runs on the session's own thread, which then offers the
     // connection to the next session.
-    Impl* impl = impl_.get();
-    sc->queue->push(std::make_unique<DetachedJob>([impl, sc](pg::Link& link) {
-      roll_back(link);
-      impl->give_back(sc);
-    }));
+    impl_->release(std::move(sc));
   } catch (...) {
-    // Out of memory: the transaction stays open until the backend closes its connection.
   }
 }
 
 asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
-  detail::validate_name("agent id", req.agent_id);
-  if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
-  for (const auto& w : req.writes) detail::validate_name("key", w.key);
+  detail::validate_commit(req);
   std::string body = commit_body(req, impl_->options.idempotency_retention());
   const bool has_key = req.idempotency_key.has_value();
   auto sc = impl_->take_open(req.session);
@@ -516,46 +579,50 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.
   Impl* impl = impl_.get();
   auto job = [body = std::move(body), req = std::move(req), has_key, impl, sc](pg::Link& link) {
+    // However the job ends, the connection goes back with no transaction open.
     struct GiveBack {
       Impl* impl;
       std::shared_ptr<Impl::SessionConn> sc;
-      ~GiveBack() { impl->give_back(sc); }
-    } give_back{impl, sc};
+      pg::Link& link;
+      ~GiveBack() {
+        roll_back(link);
+        impl->give_back(sc);
+      }
+    } give_back{impl, sc, link};
     if (!link.tx)
       throw BackendUnavailableError(
           "the session's transaction is gone (its connection failed or a statement failed); "
           "nothing was committed");
-    Value answer;
-    try {
-      answer = Value::parse(link.tx->exec_prepared(pg::stmt::commit.name, body).at(0)[0].c_str());
-    } catch (const pqxx::broken_connection& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::nothing_applied, has_key);
-    } catch (const pqxx::sql_error& e) {
-      roll_back(link);
-      pg::sql_failed(link, e, pg::Outcome::nothing_applied, has_key);
-    }
+    // Until COMMIT is sent, every failure (a refusal included) means nothing was applied.
     CommitResult result;
     try {
+      const Value answer =
+          Value::parse(link.tx->exec_prepared(pg::stmt::commit.name, body).at(0)[0].c_str());
       result = commit_answer(answer, req);
     } catch (...) {
       roll_back(link);
-      throw;
+      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, has_key);
     }
     try {
       link.tx->commit();
       link.tx.reset();
-    } catch (const pqxx::in_doubt_error& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::commit_unknown, has_key);
-    } catch (const pqxx::broken_connection& e) {
-      pg::connection_lost(link, e.what(), pg::Outcome::commit_unknown, has_key);
-    } catch (const pqxx::sql_error& e) {
+    } catch (...) {
+      // An error reply to COMMIT means it rolled back (mapped as such); a lost connection or
+      // libpqxx's in-doubt error leave the outcome unknown.
       roll_back(link);
-      pg::sql_failed(link, e, pg::Outcome::nothing_applied, has_key);
+      pg::rethrow_mapped(link, pg::Outcome::commit_unknown, has_key);
     }
     return result;
   };
-  co_return co_await pg::call<CommitResult>(
-      *sc->queue, impl_->deadline(pg::Outcome::commit_unknown, has_key), std::move(job));
+  // The deadline may pass while the job waits behind a stuck statement of the session: then it
+  // never runs, and the session's transaction is rolled back and its connection handed back.
+  auto skipped = [impl, sc](pg::Link& link) {
+    roll_back(link);
+    impl->give_back(sc);
+  };
+  co_return co_await pg::call<CommitResult>(*sc->queue,
+                                            impl_->deadline(pg::Outcome::commit_unknown, has_key),
+                                            std::move(job), nullptr, 0, std::move(skipped));
 }
 
 }  // namespace statepact

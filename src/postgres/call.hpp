@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,8 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
       if (!ec) self->expire();
     });
   }
+
+  const Deadline& deadline() const { return deadline_; }
 
   // On the connection thread, before the statement: false when the deadline already answered
   // (nothing is sent then).
@@ -139,17 +142,28 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
 template <class T, class Handler, class Fn>
 class CallJob final : public Job {
  public:
-  CallJob(std::shared_ptr<Race<T, Handler>> race, Fn fn)
-      : race_(std::move(race)), fn_(std::move(fn)) {}
+  CallJob(std::shared_ptr<Race<T, Handler>> race, Fn fn, std::function<void(Link&)> on_skip)
+      : race_(std::move(race)), fn_(std::move(fn)), on_skip_(std::move(on_skip)) {}
 
   void run(Link& link) noexcept override {
-    if (!race_->start()) return;
+    if (!race_->start()) {
+      // The deadline answered first: the job is not run, but what it would have cleaned up
+      // (a session's transaction) still must be.
+      if (on_skip_) on_skip_(link);
+      return;
+    }
     std::exception_ptr error;
     T value{};
     try {
       value = fn_(link);
     } catch (...) {
-      error = std::current_exception();
+      // Whatever escaped the job (a reply that does not parse, a libpqxx usage error) reaches
+      // the caller as statepact's error.
+      try {
+        rethrow_mapped(link, race_->deadline().outcome, race_->deadline().has_idempotency_key);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
     race_->finish(error, std::move(value));
   }
@@ -163,15 +177,18 @@ class CallJob final : public Job {
  private:
   std::shared_ptr<Race<T, Handler>> race_;
   Fn fn_;
+  std::function<void(Link&)> on_skip_;
 };
 
-// `fn(Link&) -> T` runs on a thread of `queue`, within `deadline`. With `cancel`, a cancellation
+// `fn(Link&) -> T` runs on a thread of `queue`, within `deadline`; if the deadline passes before
+// it starts, `on_skip(Link&)` (must not throw) runs there instead. With `cancel`, a cancellation
 // of the awaiting coroutine cancels the statement job `seq` is running (fn arms `cancel` around
 // it).
 template <class T, class Fn>
 asio::awaitable<T> call(JobQueue& queue, Deadline deadline, Fn fn,
-                        std::shared_ptr<CancelPoint> cancel = nullptr, std::uint64_t seq = 0) {
-  auto init = [&queue, &fn, deadline, cancel, seq](auto handler) {
+                        std::shared_ptr<CancelPoint> cancel = nullptr, std::uint64_t seq = 0,
+                        std::function<void(Link&)> on_skip = nullptr) {
+  auto init = [&queue, &fn, &on_skip, deadline, cancel, seq](auto handler) {
     using H = decltype(handler);
     if (cancel) {
       auto slot = asio::get_associated_cancellation_slot(handler);
@@ -180,7 +197,8 @@ asio::awaitable<T> call(JobQueue& queue, Deadline deadline, Fn fn,
     }
     auto race = std::make_shared<Race<T, H>>(std::move(handler), deadline);
     race->arm();
-    queue.push(std::make_unique<CallJob<T, H, Fn>>(std::move(race), std::move(fn)));
+    queue.push(
+        std::make_unique<CallJob<T, H, Fn>>(std::move(race), std::move(fn), std::move(on_skip)));
   };
   co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                           void(std::exception_ptr, T)>(init, asio::use_awaitable);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -13,12 +14,21 @@
 
 namespace statepact::detail::pg {
 
+// The passwords a connection string holds (as written and percent-decoded), so that messages can
+// leave them out: libpq quotes parts of a malformed string in its own messages.
+std::vector<std::string> conninfo_secrets(const std::string& conninfo);
+// `text` with every secret replaced by "***".
+std::string redact(std::string text, const std::vector<std::string>& secrets);
+
 struct Settings {
   std::string conninfo;  // with connect_timeout added
   std::string schema;
   std::string application_name;
   milliseconds statement_timeout{0};
   milliseconds lock_timeout{0};
+  std::vector<std::string> secrets;  // of conninfo, never printed
+  std::string target;                // the user's connection string, passwords removed
+  milliseconds idle_in_transaction_timeout{0};
 };
 
 // What all connections of one backend share: settings, and whether the schema is migrated.
@@ -38,6 +48,11 @@ class Shared {
 class Link {
  public:
   explicit Link(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  // The transaction goes before its connection (members alone would destroy them the other way
+  // round, and the transaction's rollback would use a freed connection).
+  ~Link() { drop(); }
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
 
   // A connection believed alive, connecting if needed. Throws BackendUnavailableError when it
   // cannot connect: nothing has been sent then.

@@ -1,5 +1,5 @@
 // The prepared statements, one per operation; each calls one server-side function
-// (schema_v1.sql), so each operation is one round trip.
+// (schema_v1.sql, schema_v2.sql), so each operation is one round trip.
 #pragma once
 
 namespace statepact::detail::pg::stmt {
@@ -14,14 +14,17 @@ inline constexpr Statement renew{"sp_renew", "SELECT * FROM statepact_renew($1, 
 inline constexpr Statement release{"sp_release", "SELECT statepact_release($1, $2, $3)"};
 inline constexpr Statement current_fence{"sp_current_fence", "SELECT statepact_current_fence($1)"};
 inline constexpr Statement register_resource{"sp_register",
-                                             "SELECT statepact_register($1, $2::jsonb)"};
+                                             "SELECT statepact_register($1, $2::jsonb, $3)"};
+inline constexpr Statement set_policy{"sp_set_policy", "SELECT statepact_set_policy($1, $2)"};
+inline constexpr Statement policy{"sp_policy", "SELECT statepact_policy($1)"};
 inline constexpr Statement read{"sp_read", "SELECT * FROM statepact_read($1, $2)"};
 inline constexpr Statement snapshot{"sp_snapshot", "SELECT * FROM statepact_snapshot($1::jsonb)"};
 inline constexpr Statement missing{"sp_missing", "SELECT statepact_missing($1::jsonb)"};
 inline constexpr Statement lock{"sp_lock", "SELECT * FROM statepact_lock($1, $2, $3, $4, $5)"};
 inline constexpr Statement commit{"sp_commit", "SELECT statepact_commit($1::jsonb)"};
 
-inline constexpr Statement all[] = {acquire, renew,    release, current_fence, register_resource,
-                                    read,    snapshot, missing, lock,          commit};
+inline constexpr Statement all[] = {acquire,           renew,      release, current_fence,
+                                    register_resource, set_policy, policy,  read,
+                                    snapshot,          missing,    lock,    commit};
 
 }  // namespace statepact::detail::pg::stmt

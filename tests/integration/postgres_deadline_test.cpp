@@ -201,10 +201,65 @@ TEST_CASE("the call timeout is validated and defaults past the server's own dead
           "[postgres][integration]") {
   CHECK_THROWS_AS(sp::PostgresOptions().call_timeout(0ms), sp::InvalidArgumentError);
   CHECK_THROWS_AS(sp::PostgresOptions().call_timeout(-5ms), sp::InvalidArgumentError);
+  // Every duration has an upper bound: past it, time arithmetic would overflow somewhere.
+  const auto hour = std::chrono::hours(1);
+  const auto too_long = hour + 1ms;
+  CHECK_THROWS_AS(sp::PostgresOptions().call_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().statement_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().lock_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().deadlock_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().connect_timeout(too_long), sp::InvalidArgumentError);
+  CHECK_NOTHROW(
+      sp::PostgresOptions().statement_timeout(hour).lock_timeout(hour).call_timeout(hour));
+  CHECK_THROWS_AS(sp::PostgresOptions().idempotency_retention(std::chrono::hours(24 * 365) + 1ms),
+                  sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::PostgresOptions().idempotency_retention(std::chrono::hours(24 * 365 * 300)),
+                  sp::InvalidArgumentError);
+  CHECK_NOTHROW(sp::PostgresOptions().idempotency_retention(std::chrono::hours(24 * 365)));
   auto o = sp::PostgresOptions().statement_timeout(2s).connect_timeout(3s);
   CHECK(o.call_timeout() == 6s);
   o.call_timeout(250ms);
   CHECK(o.call_timeout() == 250ms);
   o.statement_timeout(10s);
   CHECK(o.call_timeout() == 250ms);  // set explicitly: no longer derived
+}
+
+TEST_CASE("a session commit whose deadline passes before it starts rolls back the session",
+          "[postgres][integration]") {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const std::string url = sp::test::postgres_test_url();
+    Relay relay(ex, server_endpoint(url));
+    const std::string r = sp::test::PostgresFixture(ex).resource("skipped-commit");
+    std::vector<std::string> names(1, r);
+    {
+      sp::PostgresBackend b(ex, through(url, relay.port()),
+                            sp::PostgresOptions().pool_size(1).call_timeout(400ms));
+      sp::PostgresBackend other(ex, url);
+      co_await b.register_resource(r, sp::Value::object());
+      auto s = co_await b.begin_session(names, sp::Isolation::pessimistic);
+      co_await b.lock(s, r, "k", sp::LockMode::exclusive, 1s);
+      // A statement sent into the silence keeps the session's thread busy...
+      relay.freeze();
+      auto stuck = co_await sp::test::thrown<sp::BackendUnavailableError>(
+          [&] { return b.lock(s, r, "k2", sp::LockMode::exclusive, 100ms); });
+      CHECK(stuck);
+      // ...so the commit behind it is never sent.
+      sp::CommitRequest req = order(r, "skipped-" + r);
+      req.session = s;
+      auto queued =
+          co_await sp::test::thrown<sp::BackendUnavailableError>([&] { return b.commit(req); });
+      REQUIRE(queued);
+      CHECK(std::string(queued->what()).find("nothing was sent") != std::string::npos);
+      relay.thaw();
+      // The skipped commit rolled the session back: its lock is free for another holder.
+      auto t = co_await other.begin_session(names, sp::Isolation::pessimistic);
+      auto got = co_await other.lock(t, r, "k", sp::LockMode::exclusive, 3s);
+      CHECK_FALSE(got.value);
+      other.end_session(t);
+      auto e = co_await other.read(r, "status");
+      CHECK_FALSE(e.value);
+      CHECK(b.open_sessions() == 0);
+    }
+    relay.close();
+  });
 }

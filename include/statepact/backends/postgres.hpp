@@ -29,7 +29,8 @@ class PostgresOptions {
   PostgresOptions& pool_size(std::size_t n);
   // The schema holding statepact's tables and functions; created if missing.
   PostgresOptions& schema(std::string name);
-  // Server-side deadline of every statement (statement_timeout on each connection).
+  // Server-side deadline of every statement (statement_timeout on each connection). 1 ms to
+  // 1 hour (detail::max_timeout), as are the other timeouts below.
   PostgresOptions& statement_timeout(milliseconds d);
   // lock_timeout on each connection for statements other than a session's explicit lock(),
   // which uses the session's own timeout.
@@ -46,9 +47,20 @@ class PostgresOptions {
   // Default: statement timeout + connect timeout + 1 s. A lock() is allowed at least its own
   // timeout + 1 s. Also libpq's tcp_user_timeout, so the kernel gives up on unacknowledged data.
   PostgresOptions& call_timeout(milliseconds d);
+  // How long an idempotency record is kept (default 24 h, 1 ms to 365 days:
+  // detail::max_idempotency_retention).
   PostgresOptions& idempotency_retention(milliseconds d);
   // application_name of every connection (pg_stat_activity), default "statepact".
   PostgresOptions& application_name(std::string name);
+  // Pessimistic sessions open at once, each holding a connection and a thread (default 64, at
+  // least 1). Past it begin_session fails at once with BackendUnavailableError (retryable:
+  // nothing was sent; Manager::run backs off and tries again).
+  PostgresOptions& max_pessimistic_sessions(std::size_t n);
+  // idle_in_transaction_session_timeout of every connection (default 60 s, at most 1 hour): a
+  // pessimistic session idle inside its transaction that long (a paused or partitioned holder)
+  // is ended by the server, which frees its row locks; its next lock or commit fails with
+  // BackendUnavailableError and nothing of it is applied.
+  PostgresOptions& idle_in_transaction_timeout(milliseconds d);
 
   std::size_t pool_size() const { return pool_size_; }
   const std::string& schema() const { return schema_; }
@@ -62,6 +74,8 @@ class PostgresOptions {
   }
   milliseconds idempotency_retention() const { return retention_; }
   const std::string& application_name() const { return application_name_; }
+  std::size_t max_pessimistic_sessions() const { return max_pessimistic_sessions_; }
+  milliseconds idle_in_transaction_timeout() const { return idle_in_transaction_timeout_; }
 
  private:
   std::size_t pool_size_ = 4;
@@ -73,6 +87,8 @@ class PostgresOptions {
   std::optional<milliseconds> call_timeout_;
   milliseconds retention_ = std::chrono::hours(24);
   std::string application_name_ = "statepact";
+  std::size_t max_pessimistic_sessions_ = 64;
+  milliseconds idle_in_transaction_timeout_ = std::chrono::seconds(60);
 };
 
 class PostgresBackend {
@@ -94,7 +110,13 @@ class PostgresBackend {
   asio::awaitable<Token> current_fence(std::string resource);
 
   // ---- state ---------------------------------------------------------------------------------
-  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object());
+  // Creates the resource with its state and policy in one step; an existing one is left as it
+  // is, policy included (false).
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
+                                          ResourcePolicy policy = {});
+  // ResourceNotFoundError when the resource is not registered.
+  asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy);
+  asio::awaitable<ResourcePolicy> resource_policy(std::string name);
   asio::awaitable<Entry> read(std::string resource, std::string key);
   asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources);
 
