@@ -252,6 +252,8 @@ class Client {
     }
     history_.line(json{{"client", args_.client}, {"op", op}, {"phase", phase}, {"ret", ret}});
     if (phase == "ok") co_return ret;
+    // A short pause after a failure, so a server that is down is not hammered in a tight loop.
+    co_await pause(milliseconds(uniform(5, 50)));
     co_return std::nullopt;
   }
 
@@ -297,8 +299,10 @@ class Client {
 
   static std::string log_key() { return "log"; }
 
-  asio::awaitable<json> acquire(std::string resource, milliseconds ttl, sp::Lease& out) {
-    std::string owner = agent_;
+  // A fresh owner per acquisition: the holder acquiring again would extend its own lease and get
+  // the same token back, and every acquisition here must be a new one.
+  asio::awaitable<json> acquire(std::string resource, std::string owner, milliseconds ttl,
+                                sp::Lease& out) {
     out = co_await manager_.backend().acquire_lease(resource, owner, ttl);
     co_return json{{"token", out.token}};
   }
@@ -339,8 +343,9 @@ class Client {
     }
     const milliseconds ttl(uniform(200, 500));
     sp::Lease lease;
-    json acquire_args{{"resource", resource}, {"owner", agent_}, {"ttl_ms", ttl.count()}};
-    auto acquiring = acquire(resource, ttl, lease);
+    const std::string owner = fmt::format("{}-{}", agent_, ++acquisitions_);
+    json acquire_args{{"resource", resource}, {"owner", owner}, {"ttl_ms", ttl.count()}};
+    auto acquiring = acquire(resource, owner, ttl, lease);
     auto got = co_await record(op_acquire, acquire_args, std::move(acquiring));
     if (!got) {
       co_await pause(milliseconds(uniform(5, 60)));
@@ -589,6 +594,7 @@ class Client {
   std::string agent_;
   std::chrono::steady_clock::time_point deadline_;
   long long seq_ = 0;
+  long long acquisitions_ = 0;
   int foreign_ = 0;
 };
 
