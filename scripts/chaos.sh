@@ -8,7 +8,8 @@
 # Environment (all optional):
 #   STATEPACT_CHAOS_SEED          seed of the nemesis schedule and the clients (default: the time)
 #   STATEPACT_CHAOS_CLIENTS       client processes per workload (default 3)
-#   STATEPACT_CHAOS_REDIS_FSYNC   appendfsync of the Redis server: always (safe, default), everysec
+#   STATEPACT_CHAOS_REDIS_FSYNC   appendfsync of the Redis server: always (safe, default), everysec,
+#                                 no; or none: no AOF at all (unsafe, to see the checker catch it)
 #   STATEPACT_CHAOS_REDIS_PORT    default 56479;  STATEPACT_CHAOS_PG_PORT  default 55532
 #   STATEPACT_CHAOS_KEEP=1        keep the histories of a clean run too
 #
@@ -49,10 +50,14 @@ backend=$target
 seed=${STATEPACT_CHAOS_SEED:-$(date +%s)}
 clients_per_workload=${STATEPACT_CHAOS_CLIENTS:-3}
 fsync=${STATEPACT_CHAOS_REDIS_FSYNC:-always}
-case "$fsync" in always | everysec | no) ;; *)
-  echo "chaos.sh: STATEPACT_CHAOS_REDIS_FSYNC must be always, everysec or no" >&2
-  exit 2
-  ;;
+# "none" turns persistence off altogether: an unsafe setting the checker must catch.
+case "$fsync" in
+  always | everysec | no) redis_extra="--appendfsync $fsync" ;;
+  none) redis_extra="--appendonly no" ;;
+  *)
+    echo "chaos.sh: STATEPACT_CHAOS_REDIS_FSYNC must be always, everysec, no or none" >&2
+    exit 2
+    ;;
 esac
 export STATEPACT_REDIS_PORT=${STATEPACT_CHAOS_REDIS_PORT:-56479}
 export STATEPACT_PG_PORT=${STATEPACT_CHAOS_PG_PORT:-55532}
@@ -81,7 +86,7 @@ nemesis_file="$history/nemesis.jsonl"
 mkdir -p "$STATEPACT_RUN_DIR/bin"
 cat >"$STATEPACT_RUN_DIR/bin/redis-server" <<EOF
 #!/bin/sh
-exec $(command -v redis-server) "\$@" --appendfsync $fsync
+exec $(command -v redis-server) "\$@" $redis_extra
 EOF
 chmod +x "$STATEPACT_RUN_DIR/bin/redis-server"
 export PATH="$STATEPACT_RUN_DIR/bin:$PATH"
@@ -250,7 +255,7 @@ nemesis() {
 }
 
 echo "==> $backend: ${#workloads[@]} workloads x $clients_per_workload clients for ${duration}s," \
-  "seed $seed$([ "$backend" = redis ] && echo ", appendfsync $fsync")"
+  "seed $seed$([ "$backend" = redis ] && echo ", redis $redis_extra")"
 for w in "${workloads[@]}"; do
   for _ in $(seq 1 "$clients_per_workload"); do start_client "$w"; done
 done
