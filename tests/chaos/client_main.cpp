@@ -1,0 +1,678 @@
+// statepact_chaos_client: one client process of a fault-injection run. It runs one workload against
+// a server for a while and records every operation's invocation and completion in a history file
+// (history.hpp; the op schemas are at the top of checker.hpp). scripts/chaos.sh starts many of
+// these, pauses and kills them, and kills and restarts the server meanwhile.
+//
+//   statepact_chaos_client --backend postgres|redis --url URL
+//     --workload fenced-log|bank|list-append|increments --client ID --history FILE
+//     [--duration SECONDS] [--seed N] [--resources N] [--keys N] [--final]
+//
+// --final does the final reads of the workload instead (after every client stopped).
+//
+//   statepact_chaos_client nemesis FILE KIND start|end [ARGS_JSON]
+//
+// appends one fault line to FILE, with this machine's CLOCK_MONOTONIC like every client line (the
+// shell has no monotonic clock of its own).
+//
+// Outcomes: every statepact::Error but CommitUnknownError means storage applied nothing ("fail");
+// CommitUnknownError is "unknown"; anything else escaping the library is a broken contract,
+// recorded as "unknown" with "foreign": true and reported on stderr. The client never decides by
+// its own clock that a lease expired: it keeps writing with its token and storage decides.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include <statepact/statepact.hpp>
+#ifdef STATEPACT_HAVE_POSTGRES
+#include <statepact/postgres.hpp>
+#endif
+#ifdef STATEPACT_HAVE_REDIS
+#include <statepact/redis.hpp>
+#endif
+
+namespace sp = statepact;
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct Args {
+  std::string backend, url, workload, history;
+  int client = -1;
+  double duration_s = 10;
+  std::uint64_t seed = 1;
+  int resources = 3;
+  int keys = 8;
+  bool final_reads = false;
+};
+
+[[noreturn]] void bad(const std::string& msg) {
+  std::cerr << "statepact_chaos_client: " << msg
+            << "\nusage: statepact_chaos_client --backend postgres|redis --url URL --workload "
+               "fenced-log|bank|list-append|increments --client ID --history FILE [--duration S] "
+               "[--seed N] [--resources N] [--keys N] [--final]\n";
+  std::exit(2);
+}
+
+long long number(const std::string& name, const std::string& v, long long lo, long long hi) {
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || n < lo || n > hi)
+    bad(fmt::format("{} must be an integer from {} to {}, not '{}'", name, lo, hi, v));
+  return n;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--final") {
+      a.final_reads = true;
+      continue;
+    }
+    if (i + 1 >= argc) bad(fmt::format("option '{}' needs a value", k));
+    const std::string v = argv[++i];
+    if (k == "--backend")
+      a.backend = v;
+    else if (k == "--url")
+      a.url = v;
+    else if (k == "--workload")
+      a.workload = v;
+    else if (k == "--history")
+      a.history = v;
+    else if (k == "--client")
+      a.client = static_cast<int>(number(k, v, 0, 1'000'000'000));
+    else if (k == "--duration")
+      a.duration_s = static_cast<double>(number(k, v, 0, 86'400));
+    else if (k == "--seed")
+      a.seed = static_cast<std::uint64_t>(number(k, v, 0, INT64_MAX));
+    else if (k == "--resources")
+      a.resources = static_cast<int>(number(k, v, 1, 64));
+    else if (k == "--keys")
+      a.keys = static_cast<int>(number(k, v, 1, 256));
+    else
+      bad(fmt::format("unknown option '{}'", k));
+  }
+  if (a.backend != "postgres" && a.backend != "redis") bad("--backend must be postgres or redis");
+  if (a.url.empty()) bad("--url is required");
+  // Loopback only: the harness kills and pauses things, so it must never reach a shared server.
+  if (a.url.find("127.0.0.1") == std::string::npos &&
+      a.url.find("localhost") == std::string::npos && a.url.find("[::1]") == std::string::npos)
+    bad("--url must name a loopback address (127.0.0.1, localhost or [::1])");
+  if (a.workload != "fenced-log" && a.workload != "bank" && a.workload != "list-append" &&
+      a.workload != "increments")
+    bad("--workload must be fenced-log, bank, list-append or increments");
+  if (a.client < 0) bad("--client is required");
+  if (a.history.empty()) bad("--history is required");
+  return a;
+}
+
+long long mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+}
+
+long long wall_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000LL + ts.tv_nsec / 1'000'000;
+}
+
+// Each line goes out in one write(2) on an O_APPEND descriptor, so a SIGKILL never leaves half a
+// line and several processes may share a file.
+class HistoryFile {
+ public:
+  explicit HistoryFile(const std::string& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) {
+      std::cerr << "statepact_chaos_client: cannot open " << path << ": " << std::strerror(errno)
+                << "\n";
+      std::exit(2);
+    }
+  }
+  ~HistoryFile() { ::close(fd_); }
+  HistoryFile(const HistoryFile&) = delete;
+  HistoryFile& operator=(const HistoryFile&) = delete;
+
+  void line(json j) {
+    j["mono_ns"] = mono_ns();
+    j["wall_ms"] = wall_ms();
+    const std::string text = j.dump() + "\n";
+    const ssize_t n = ::write(fd_, text.data(), text.size());
+    if (n != static_cast<ssize_t>(text.size())) {
+      std::cerr << "statepact_chaos_client: history write failed: " << std::strerror(errno) << "\n";
+      std::_Exit(2);
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+asio::awaitable<void> pause(milliseconds d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+template <class B>
+class Client {
+ public:
+  Client(B& backend, const Args& args, HistoryFile& history)
+      : manager_(backend),
+        args_(args),
+        history_(history),
+        rng_(args.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(args.client)),
+        agent_(fmt::format("chaos-{}", args.client)),
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<long long>(args.duration_s * 1000))) {}
+
+  asio::awaitable<void> run() {
+    co_await setup();
+    if (args_.final_reads) {
+      co_await final_reads();
+      co_return;
+    }
+    while (!over()) {
+      if (args_.workload == "fenced-log")
+        co_await fenced_log_round();
+      else if (args_.workload == "bank")
+        co_await bank_round();
+      else if (args_.workload == "list-append")
+        co_await list_append_round();
+      else
+        co_await increment_round();
+    }
+  }
+
+  int foreign() const { return foreign_; }
+
+ private:
+  bool over() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  // Records the invocation, runs the body, records its completion. Returns what the body returned
+  // when it succeeded.
+  static constexpr const char* op_read = "read";
+  static constexpr const char* op_acquire = "acquire";
+  static constexpr const char* op_append = "append";
+  static constexpr const char* op_release = "release";
+  static constexpr const char* op_bank_read = "bank_read";
+  static constexpr const char* op_transfer = "transfer";
+  static constexpr const char* op_txn = "txn";
+  static constexpr const char* op_increment = "increment";
+  static constexpr const char* op_counter = "counter";
+
+  asio::awaitable<std::optional<json>> record(const char* op, json args,
+                                              asio::awaitable<json> body) {
+    history_.line(json{{"client", args_.client}, {"op", op}, {"phase", "invoke"}, {"args", args}});
+    std::string phase = "ok";
+    json ret = json::object();
+    try {
+      ret = co_await std::move(body);
+    } catch (const sp::CommitUnknownError& e) {
+      phase = "unknown";
+      ret = json{{"code", sp::to_string(e.code())}, {"error", e.what()}};
+    } catch (const sp::Error& e) {
+      phase = "fail";
+      ret = json{{"code", sp::to_string(e.code())}, {"error", e.what()}};
+    } catch (const std::exception& e) {
+      phase = "unknown";
+      ret = json{{"foreign", true}, {"error", e.what()}};
+      ++foreign_;
+      std::cerr << fmt::format("chaos client {}: {} threw a non-statepact exception: {}\n",
+                               args_.client, op, e.what());
+    }
+    history_.line(json{{"client", args_.client}, {"op", op}, {"phase", phase}, {"ret", ret}});
+    if (phase == "ok") co_return ret;
+    // A short pause after a failure, so a server that is down is not hammered in a tight loop.
+    co_await pause(milliseconds(uniform(5, 50)));
+    co_return std::nullopt;
+  }
+
+  // ---- setup: every resource of the workload exists (registration is idempotent) -------------
+
+  std::vector<std::pair<std::string, json>> resources() const {
+    std::vector<std::pair<std::string, json>> out;
+    const int r = args_.resources;
+    if (args_.workload == "fenced-log") {
+      for (int i = 0; i < r; ++i) out.emplace_back(fmt::format("log-{}", i), json::object());
+    } else if (args_.workload == "bank") {
+      for (int i = 0; i < r; ++i) out.emplace_back(fmt::format("bank-{}", i), json::object());
+      for (int a = 0; a < args_.keys; ++a) out[a % r].second[account(a)] = initial_balance;
+    } else if (args_.workload == "list-append") {
+      for (int i = 0; i < r; ++i) out.emplace_back(fmt::format("la-{}", i), json::object());
+    } else {
+      out.emplace_back("counter", json{{"counter", 0}});
+    }
+    return out;
+  }
+
+  asio::awaitable<void> setup() {
+    for (const auto& [name, initial] : resources()) {
+      for (;;) {
+        bool done = false;
+        try {
+          std::string n = name;
+          json v = initial;
+          co_await manager_.register_resource(n, v);
+          done = true;
+        } catch (const sp::Error& e) {
+          if (over() && !args_.final_reads) co_return;
+          std::cerr << fmt::format("chaos client {}: registering {}: {}\n", args_.client, name,
+                                   e.what());
+        }
+        if (done) break;
+        co_await pause(milliseconds(200));
+      }
+    }
+  }
+
+  // ---- fenced log -------------------------------------------------------------------------
+
+  static std::string log_key() { return "log"; }
+
+  // A fresh owner per acquisition: the holder acquiring again would extend its own lease and get
+  // the same token back, and every acquisition here must be a new one.
+  asio::awaitable<json> acquire(std::string resource, std::string owner, milliseconds ttl,
+                                sp::Lease& out) {
+    out = co_await manager_.backend().acquire_lease(resource, owner, ttl);
+    co_return json{{"token", out.token}};
+  }
+
+  asio::awaitable<json> append(std::string resource, sp::Token token, long long n,
+                               sp::Isolation iso) {
+    sp::SessionOptions options(agent_);
+    options.resource(resource).isolation(iso).fence(token).lock_timeout(milliseconds(1000));
+    auto s = co_await manager_.session(options);
+    std::string key = log_key();
+    std::optional<sp::Value> current = co_await s.read_for_update(key);
+    json entries = current && current->is_array() ? *current : json::array();
+    entries.push_back(json::array({args_.client, token, n}));
+    co_await s.write(key, entries);
+    co_await s.commit();
+    co_return json::object();
+  }
+
+  asio::awaitable<json> read_log(std::string resource) {
+    std::string key = log_key();
+    sp::Entry e = co_await manager_.backend().read(resource, key);
+    json entries = e.value && e.value->is_array() ? *e.value : json::array();
+    co_return json{{"entries", entries}};
+  }
+
+  asio::awaitable<json> release(sp::Lease lease) {
+    const bool released = co_await manager_.backend().release_lease(lease);
+    co_return json{{"released", released}};
+  }
+
+  asio::awaitable<void> fenced_log_round() {
+    const std::string resource = fmt::format("log-{}", uniform(0, args_.resources - 1));
+    if (chance(0.1)) {
+      json args{{"resource", resource}};
+      auto body = read_log(resource);
+      co_await record(op_read, args, std::move(body));
+      co_return;
+    }
+    const milliseconds ttl(uniform(200, 500));
+    sp::Lease lease;
+    const std::string owner = fmt::format("{}-{}", agent_, ++acquisitions_);
+    json acquire_args{{"resource", resource}, {"owner", owner}, {"ttl_ms", ttl.count()}};
+    auto acquiring = acquire(resource, owner, ttl, lease);
+    auto got = co_await record(op_acquire, acquire_args, std::move(acquiring));
+    if (!got) {
+      co_await pause(milliseconds(uniform(5, 60)));
+      co_return;
+    }
+    const int appends = uniform(1, 5);
+    for (int k = 0; k < appends && !over(); ++k) {
+      const long long n = ++seq_;
+      const sp::Isolation iso =
+          chance(0.5) ? sp::Isolation::optimistic : sp::Isolation::pessimistic;
+      json args{{"resource", resource},
+                {"token", lease.token},
+                {"n", n},
+                {"isolation", sp::to_string(iso)}};
+      auto body = append(resource, lease.token, n, iso);
+      auto ok = co_await record(op_append, args, std::move(body));
+      // Sometimes dawdle past the lease's ttl: only storage may say whether the next append lands.
+      co_await pause(milliseconds(uniform(0, static_cast<int>(ttl.count()) * 3 / 4)));
+      if (!ok && chance(0.5)) break;
+    }
+    if (chance(0.5)) {
+      json args{{"resource", resource}, {"token", lease.token}};
+      auto body = release(lease);
+      co_await record(op_release, args, std::move(body));
+    }
+  }
+
+  // ---- bank ---------------------------------------------------------------------------------
+
+  static constexpr long long initial_balance = 100;
+  static std::string account(int a) { return fmt::format("acct-{}", a); }
+  std::string bank_resource(int a) const { return fmt::format("bank-{}", a % args_.resources); }
+
+  sp::Isolation bank_isolation() {
+    static constexpr sp::Isolation modes[] = {sp::Isolation::optimistic, sp::Isolation::snapshot,
+                                              sp::Isolation::serializable,
+                                              sp::Isolation::pessimistic};
+    return modes[uniform(0, 3)];
+  }
+
+  asio::awaitable<json> transfer(int from, int to, long long amount, sp::Isolation iso) {
+    sp::SessionOptions options(agent_);
+    options.resource(bank_resource(from))
+        .resource(bank_resource(to))
+        .isolation(iso)
+        .lock_timeout(milliseconds(1000));
+    auto s = co_await manager_.session(options);
+    std::string rf = bank_resource(from), rt = bank_resource(to), kf = account(from),
+                kt = account(to);
+    std::optional<sp::Value> a = co_await s.read_for_update(rf, kf);
+    std::optional<sp::Value> b = co_await s.read_for_update(rt, kt);
+    const long long va = a ? a->get<long long>() : 0;
+    const long long vb = b ? b->get<long long>() : 0;
+    sp::Value na = va - amount, nb = vb + amount;
+    co_await s.write(rf, kf, na);
+    co_await s.write(rt, kt, nb);
+    co_await s.commit();
+    co_return json::object();
+  }
+
+  asio::awaitable<json> bank_read(sp::Isolation iso) {
+    sp::SessionOptions options(agent_);
+    for (int i = 0; i < args_.resources; ++i) options.resource(fmt::format("bank-{}", i));
+    options.isolation(iso).lock_timeout(milliseconds(1000));
+    auto s = co_await manager_.session(options);
+    json balances = json::object();
+    for (int a = 0; a < args_.keys; ++a) {
+      std::string r = bank_resource(a), k = account(a);
+      std::optional<sp::Value> v = co_await s.read(r, k);
+      balances[k] = v ? v->get<long long>() : 0;
+    }
+    // Committing validates what was read (optimistic, serializable) and releases locks.
+    co_await s.commit();
+    co_return json{{"total_expected", initial_balance * args_.keys}, {"balances", balances}};
+  }
+
+  asio::awaitable<void> bank_round() {
+    if (chance(0.2)) {
+      const sp::Isolation iso = bank_isolation();
+      json args{{"isolation", sp::to_string(iso)}};
+      auto body = bank_read(iso);
+      co_await record(op_bank_read, args, std::move(body));
+      co_return;
+    }
+    const int from = uniform(0, args_.keys - 1);
+    int to = uniform(0, args_.keys - 2);
+    if (to >= from) ++to;
+    const long long amount = uniform(1, 10);
+    const sp::Isolation iso = bank_isolation();
+    json args{{"from", account(from)},
+              {"to", account(to)},
+              {"amount", amount},
+              {"isolation", sp::to_string(iso)}};
+    auto body = transfer(from, to, amount, iso);
+    co_await record(op_transfer, args, std::move(body));
+  }
+
+  // ---- list append (Elle) ---------------------------------------------------------------------
+
+  // Keys rotate every two seconds of wall time (shared by the clients of a run), so lists stay
+  // short and every read in the history stays small; a new generation's keys start empty.
+  static long long generation() { return wall_ms() / 2000; }
+  std::string la_key(long long k) const { return fmt::format("k{}", k); }
+  std::string la_resource(long long k) const { return fmt::format("la-{}", k % args_.resources); }
+
+  asio::awaitable<json> txn(json mops, sp::Isolation iso) {
+    sp::SessionOptions options(agent_);
+    for (const json& m : mops) {
+      const long long k = std::stoll(m.at(1).get<std::string>().substr(1));
+      options.resource(la_resource(k));
+    }
+    options.isolation(iso).lock_timeout(milliseconds(1000));
+    auto s = co_await manager_.session(options);
+    json done = json::array();
+    for (const json& m : mops) {
+      const std::string f = m.at(0).get<std::string>();
+      std::string key = m.at(1).get<std::string>();
+      std::string resource = la_resource(std::stoll(key.substr(1)));
+      if (f == "append") {
+        std::optional<sp::Value> cur = co_await s.read_for_update(resource, key);
+        sp::Value list = cur && cur->is_array() ? *cur : json::array();
+        list.push_back(m.at(2));
+        co_await s.write(resource, key, list);
+        done.push_back(m);
+      } else {
+        std::optional<sp::Value> cur = co_await s.read(resource, key);
+        json list = cur && cur->is_array() ? *cur : json::array();
+        done.push_back(json::array({"r", key, list}));
+      }
+    }
+    co_await s.commit();
+    co_return json{{"mops", done}};
+  }
+
+  asio::awaitable<void> list_append_round() {
+    json mops = json::array();
+    const int n = uniform(1, 4);
+    const long long base = generation() * args_.keys;
+    for (int i = 0; i < n; ++i) {
+      const std::string key = la_key(base + uniform(0, args_.keys - 1));
+      if (chance(0.5))
+        mops.push_back(json::array(
+            {"append", key, static_cast<long long>(args_.client) * 1'000'000 + ++seq_}));
+      else
+        mops.push_back(json::array({"r", key, nullptr}));
+    }
+    const sp::Isolation iso =
+        chance(0.5) ? sp::Isolation::serializable : sp::Isolation::pessimistic;
+    json args{{"mops", mops}, {"isolation", sp::to_string(iso)}};
+    auto body = txn(mops, iso);
+    co_await record(op_txn, args, std::move(body));
+  }
+
+  // ---- idempotent increments --------------------------------------------------------------
+
+  asio::awaitable<json> increment(std::string id, sp::Isolation iso) {
+    sp::SessionOptions options(agent_);
+    options.resource("counter")
+        .isolation(iso)
+        .idempotency_key("inc-" + id)
+        .lock_timeout(milliseconds(1000));
+    sp::RetryPolicy policy;
+    policy.max_attempts(10).initial_backoff(milliseconds(5)).max_backoff(milliseconds(500));
+    auto body = [id](sp::Session<B>& s) -> asio::awaitable<void> {
+      std::string counter = "counter", marker = "inc:" + id;
+      std::optional<sp::Value> v = co_await s.read_for_update(counter);
+      sp::Value next = (v ? v->get<long long>() : 0) + 1;
+      sp::Value yes = true;
+      co_await s.write(counter, next);
+      co_await s.write(marker, yes);
+    };
+    co_await manager_.run(options, body, policy);
+    co_return json::object();
+  }
+
+  asio::awaitable<void> increment_round() {
+    const std::string id = fmt::format("{}-{}", args_.client, ++seq_);
+    const sp::Isolation iso = bank_isolation();
+    json args{{"id", id}, {"isolation", sp::to_string(iso)}};
+    auto body = increment(id, iso);
+    co_await record(op_increment, args, std::move(body));
+  }
+
+  asio::awaitable<json> counter_read() {
+    std::vector<std::string> names{"counter"};
+    std::vector<sp::ResourceSnapshot> snaps = co_await manager_.backend().snapshot(names);
+    long long counter = 0;
+    json applied = json::array();
+    for (const auto& [key, entry] : snaps.at(0).entries) {
+      if (!entry.value) continue;
+      if (key == "counter")
+        counter = entry.value->template get<long long>();
+      else if (key.rfind("inc:", 0) == 0)
+        applied.push_back(key.substr(4));
+    }
+    co_return json{{"counter", counter}, {"applied", applied}};
+  }
+
+  // ---- final reads, after every client stopped ------------------------------------------------
+
+  // Retries a final read until it succeeds (the server may still be recovering).
+  template <class Make>
+  asio::awaitable<void> until_ok(const char* op, const json& args, const Make& make) {
+    for (int attempt = 0; attempt < 60; ++attempt) {
+      auto body = make();
+      auto got = co_await record(op, args, std::move(body));
+      if (got) co_return;
+      co_await pause(milliseconds(500));
+    }
+    std::cerr << fmt::format("chaos client {}: final {} never succeeded\n", args_.client, op);
+  }
+
+  // Named locals only: g++ 12 mishandles literals and temporaries in these co_await expressions.
+  asio::awaitable<void> final_reads() {
+    if (args_.workload == "fenced-log") {
+      for (int i = 0; i < args_.resources; ++i) {
+        const std::string r = fmt::format("log-{}", i);
+        json args{{"resource", r}};
+        auto make = [this, r] { return read_log(r); };
+        co_await until_ok(op_read, args, make);
+      }
+    } else if (args_.workload == "bank") {
+      json args{{"isolation", "snapshot"}};
+      auto make = [this] { return bank_read(sp::Isolation::snapshot); };
+      co_await until_ok(op_bank_read, args, make);
+    } else if (args_.workload == "list-append") {
+      json mops = json::array();
+      // The keys of the last two generations: the ones the run wrote last.
+      const long long base = (generation() - 1) * args_.keys;
+      for (long long k = base; k < base + 2 * args_.keys; ++k)
+        mops.push_back(json::array({"r", la_key(k), nullptr}));
+      json args{{"mops", mops}, {"isolation", "serializable"}};
+      auto make = [this, mops] { return txn(mops, sp::Isolation::serializable); };
+      co_await until_ok(op_txn, args, make);
+    } else {
+      json args = json::object();
+      auto make = [this] { return counter_read(); };
+      co_await until_ok(op_counter, args, make);
+    }
+  }
+
+  sp::Manager<B> manager_;
+  const Args& args_;
+  HistoryFile& history_;
+  std::mt19937_64 rng_;
+  std::string agent_;
+  std::chrono::steady_clock::time_point deadline_;
+  long long seq_ = 0;
+  long long acquisitions_ = 0;
+  int foreign_ = 0;
+};
+
+// The backend lives in the coroutine, so it is closed (its connections and timers gone) before
+// io.run() returns.
+template <class B, class Options>
+asio::awaitable<int> client_main(const Args& args, Options options, HistoryFile& history) {
+  B backend(co_await asio::this_coro::executor, args.url, options);
+  Client<B> client(backend, args, history);
+  co_await client.run();
+  co_return client.foreign() ? 3 : 0;
+}
+
+template <class B, class Options>
+int run_client(const Args& args, const Options& options, HistoryFile& history) {
+  asio::io_context io;
+  int status = 1;
+  asio::co_spawn(io, client_main<B>(args, options, history), [&](std::exception_ptr e, int result) {
+    status = result;
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      std::cerr << fmt::format("chaos client {}: stopped by {}\n", args.client, x.what());
+    }
+    status = 1;
+  });
+  io.run();
+  return status;
+}
+
+}  // namespace
+
+int nemesis_line(int argc, char** argv) {
+  if (argc < 5 || argc > 6) bad("nemesis needs FILE KIND start|end [ARGS_JSON]");
+  const std::string phase = argv[4];
+  if (phase != "start" && phase != "end") bad("a nemesis phase is start or end");
+  json line{{"nemesis", argv[3]}, {"phase", phase}};
+  if (argc == 6) {
+    try {
+      line["args"] = json::parse(argv[5]);
+    } catch (const json::exception& e) {
+      bad(fmt::format("nemesis ARGS_JSON is not JSON: {}", e.what()));
+    }
+  }
+  HistoryFile file(argv[2]);
+  file.line(line);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "nemesis") return nemesis_line(argc, argv);
+  const Args args = parse(argc, argv);
+  HistoryFile history(args.history);
+  const std::string name = fmt::format("chaos-{}", args.client);
+  // Short deadlines: a paused or killed server must turn into errors quickly, not stall the run.
+#ifdef STATEPACT_HAVE_REDIS
+  if (args.backend == "redis") {
+    sp::RedisOptions options;
+    options.command_timeout(milliseconds(1000))
+        .connect_timeout(milliseconds(1000))
+        .lock_record_ttl(milliseconds(3000))
+        .client_name(name);
+    return run_client<sp::RedisBackend>(args, options, history);
+  }
+#endif
+#ifdef STATEPACT_HAVE_POSTGRES
+  if (args.backend == "postgres") {
+    sp::PostgresOptions options;
+    options.pool_size(2)
+        .statement_timeout(milliseconds(2000))
+        .lock_timeout(milliseconds(1000))
+        .connect_timeout(milliseconds(2000))
+        .call_timeout(milliseconds(4000))
+        .application_name(name);
+    return run_client<sp::PostgresBackend>(args, options, history);
+  }
+#endif
+  std::cerr << "statepact_chaos_client: this build has no " << args.backend << " backend\n";
+  return 2;
+}
