@@ -25,6 +25,7 @@ enum class ErrorCode {
   resource_not_found,
   idempotency_key_reused,
   fence_required,
+  configuration,
 };
 
 inline const char* to_string(ErrorCode c) {
@@ -51,6 +52,8 @@ inline const char* to_string(ErrorCode c) {
       return "idempotency_key_reused";
     case ErrorCode::fence_required:
       return "fence_required";
+    case ErrorCode::configuration:
+      return "configuration";
   }
   return "?";
 }
@@ -235,6 +238,14 @@ class IdempotencyKeyReusedError : public Error {
   explicit IdempotencyKeyReusedError(const std::string& key)
       : Error(ErrorCode::idempotency_key_reused,
               fmt::format("idempotency key '{}' was already used for a different commit", key)) {}
+};
+
+// The server or its settings refuse this client, or would make it unsafe: authentication,
+// permissions, a missing database or schema, a setting safety depends on (a Redis that may evict
+// keys). Never retryable: the message says what to fix, and nothing was applied.
+class ConfigurationError : public Error {
+ public:
+  explicit ConfigurationError(const std::string& what) : Error(ErrorCode::configuration, what) {}
 };
 
 // Misuse of the API (a session used after commit or abort): a bug in the caller, not a state error.

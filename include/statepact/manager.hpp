@@ -154,8 +154,13 @@ class Manager {
         co_return true;
       } catch (const CommitUnknownError&) {
         if (resend >= policy.max_attempts()) throw;
-      } catch (const BackendUnavailableError&) {
-        if (resend >= policy.max_attempts()) throw;
+      } catch (const BackendUnavailableError& e) {
+        // This resend never left, but the first send may stand: the outcome is still unknown.
+        if (resend >= policy.max_attempts())
+          throw CommitUnknownError(
+              fmt::format("the outcome of a commit stays unknown after {} resends ({})", resend,
+                          e.what()),
+              true);
       } catch (const Error& e) {
         if (!e.retryable() || attempt >= policy.max_attempts()) throw;
         refused = true;

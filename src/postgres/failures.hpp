@@ -36,9 +36,9 @@ class SerializationConflict final : public Error {
 };
 
 // A failure that needs an operator, not a retry (authentication, privileges, a missing schema or
-// database, a malformed connection string): a non-retryable statepact::Error.
+// database, a malformed connection string).
 [[noreturn]] inline void configuration_failure(const std::string& what) {
-  throw Error(ErrorCode::backend_unavailable, what);
+  throw ConfigurationError(what);
 }
 
 // What a failure means, whatever form it came in.

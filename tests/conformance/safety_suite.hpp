@@ -86,6 +86,22 @@ TEMPLATE_LIST_TEST_CASE("run resolves an unknown commit outcome by resending the
     CHECK(calls == 1);
     faulty.commits_lost_unknown = 0;
 
+    // Applied, then the server stays down through every resend: the outcome is still unknown,
+    // and run() must say so, never "not applied" (BackendUnavailableError).
+    calls = 0;
+    faulty.commits_applied_then_unknown = 1;
+    faulty.commits_unavailable = 100;
+    const auto key4 = fx.resource("increment-4");
+    auto still_unknown = co_await sp::test::thrown<sp::CommitUnknownError>([&] {
+      return m.run(sp::SessionOptions("agent").resource(r).idempotency_key(key4), increment,
+                   safety::quick().max_attempts(3));
+    });
+    CHECK(still_unknown);
+    CHECK(calls == 1);
+    faulty.commits_unavailable = 0;
+    auto after4 = co_await fx.backend().read(r, "n");
+    CHECK(after4.value == sp::Value(3));  // it was applied, once
+
     // Without a key nothing can be resent safely: the error propagates at once.
     calls = 0;
     faulty.commits_applied_then_unknown = 1;

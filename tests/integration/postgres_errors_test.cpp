@@ -78,7 +78,7 @@ std::vector<Injected> injected_failures() {
       {"53100", sp::ErrorCode::backend_unavailable, true},
       {"25006", sp::ErrorCode::backend_unavailable, true},
       {"57P01", sp::ErrorCode::commit_unknown, false, true},
-      {"42501", sp::ErrorCode::backend_unavailable, false},
+      {"42501", sp::ErrorCode::configuration, false},
       {"P0001", sp::ErrorCode::backend_unavailable, false},
   };
 }

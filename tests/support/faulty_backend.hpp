@@ -22,6 +22,7 @@ class FaultyBackend {
 
   int commits_applied_then_unknown = 0;  // the next n commits are applied, then reported unknown
   int commits_lost_unknown = 0;          // the next n commits never arrive, reported unknown
+  int commits_unavailable = 0;  // after those, the next n find the server down: nothing sent
   int renewals_failing = 0;              // the next n renewals throw renewal_failure's text
   std::string renewal_failure = "LOADING Redis is loading the dataset in memory";
   int commits_sent = 0;
@@ -78,6 +79,10 @@ class FaultyBackend {
       throw CommitUnknownError("test: the commit was lost on its way", keyed);
     }
     const bool lose_reply = commits_applied_then_unknown > 0;
+    if (!lose_reply && commits_unavailable > 0) {
+      --commits_unavailable;
+      throw BackendUnavailableError("test: the server is down");
+    }
     if (lose_reply) --commits_applied_then_unknown;
     CommitResult result = co_await inner_->commit(std::move(req));
     if (lose_reply) throw CommitUnknownError("test: the commit's reply was lost", keyed);
