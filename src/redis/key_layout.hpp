@@ -7,6 +7,9 @@
 //   <prefix>:fence:{<hex resource>}              int   highest token ever issued; never deleted
 //   <prefix>:version:{<hex resource>}            int   commits that wrote it; exists = registered
 //   <prefix>:state:{<hex resource>}              hash  key -> "<version> <json>" or "<version>"
+//   <prefix>:policy:{<hex resource>}             hash  fence_required -> '1' | '0'; absent: the
+//                                                      default policy (a resource registered
+//                                                      before policies existed)
 //   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
 //   <prefix>:wait:{<lock owner>}                 str   the lock key its owner is waiting for
 //   <prefix>:idem:{<hex resource>}:<hex key>     hash  fp, result (JSON); expires by retention
@@ -37,6 +40,7 @@ class KeyLayout {
   std::string fence(const std::string& resource) const { return of("fence", resource); }
   std::string version(const std::string& resource) const { return of("version", resource); }
   std::string state(const std::string& resource) const { return of("state", resource); }
+  std::string policy(const std::string& resource) const { return of("policy", resource); }
   std::string lock(const std::string& resource, const std::string& key) const {
     return of("lock", resource, key);
   }

@@ -133,17 +133,46 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
 
 // ---- state ----------------------------------------------------------------------------------
 
-asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value initial_state) {
+asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value initial_state,
+                                                      ResourcePolicy policy) {
   detail::validate_initial_state(name, initial_state);
   auto impl = impl_;
-  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.state(name)};
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.state(name),
+                                   impl->keys.policy(name)};
   std::vector<std::string> args;
+  args.reserve(1 + 2 * initial_state.size());
+  args.push_back(policy.fence_required ? "1" : "0");
   for (const auto& [key, value] : initial_state.items()) {
     args.push_back(key);
     args.push_back("0 " + value.dump());
   }
   RedisReply r = co_await impl->eval(Script::register_resource, std::move(keys), std::move(args));
   co_return r.type == RedisReply::Type::integer&& r.integer == 1;
+}
+
+asio::awaitable<void> RedisBackend::set_resource_policy(std::string name, ResourcePolicy policy) {
+  detail::validate_name("resource name", name);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.policy(name)};
+  std::vector<std::string> args = {policy.fence_required ? "1" : "0"};
+  RedisReply r = co_await impl->eval(Script::set_policy, std::move(keys), std::move(args));
+  if (r.type != RedisReply::Type::integer) malformed("set_resource_policy");
+  if (r.integer == 0) throw ResourceNotFoundError(name);
+}
+
+asio::awaitable<ResourcePolicy> RedisBackend::resource_policy(std::string name) {
+  detail::validate_name("resource name", name);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.policy(name)};
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::get_policy, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
+  if (str_at(r, 0, "resource_policy") == "notfound") throw ResourceNotFoundError(name);
+  ResourcePolicy policy;
+  const auto& field = at(r, 1, "resource_policy");
+  // Absent: registered before policies were stored, which is the default policy.
+  policy.fence_required = !field.is_nil() && field.str == "1";
+  co_return policy;
 }
 
 asio::awaitable<Entry> RedisBackend::read(std::string resource, std::string key) {
@@ -275,9 +304,7 @@ void RedisBackend::end_session(SessionId session) noexcept {
 }
 
 asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
-  detail::validate_name("agent id", req.agent_id);
-  if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
-  for (const auto& w : req.writes) detail::validate_name("key", w.key);
+  detail::validate_commit(req);
   auto impl = impl_;
 
   // Every resource that must exist, once each, in a fixed order the script refers to by index
@@ -293,12 +320,24 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   for (const auto& r : req.resources) add(r);
   for (const auto& w : req.writes) add(w.resource);
   for (const auto& c : req.checks) add(c.resource);
+  // Written resources without a fence of their own, in name order (the first refused is reported):
+  // the script refuses the write if the resource's policy requires a fence.
+  std::vector<std::size_t> unfenced;
+  for (const auto& w : req.writes) {
+    const std::size_t i = add(w.resource);
+    const bool fenced = std::any_of(req.fences.begin(), req.fences.end(),
+                                    [&](const FenceCheck& f) { return f.resource == w.resource; });
+    if (!fenced && std::find(unfenced.begin(), unfenced.end(), i) == unfenced.end())
+      unfenced.push_back(i);
+  }
+  std::sort(unfenced.begin(), unfenced.end(),
+            [&](std::size_t a, std::size_t b) { return res[a - 1] < res[b - 1]; });
   const auto locks = impl->locks_of(req.session);
   // Only a session holding locks needs its lock owner name (to release them).
   const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
 
   std::vector<std::string> keys;
-  keys.reserve(2 + 2 * res.size() + req.fences.size() + locks.size());
+  keys.reserve(2 + 2 * res.size() + req.fences.size() + unfenced.size() + locks.size());
   // The record and the placeholders go to the slot of the first resource in name order (whatever
   // order the request lists them in, so a retry finds the record); only a pessimistic commit (it
   // holds locks) names its wait record, in the owner's slot.
@@ -311,10 +350,12 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     keys.push_back(impl->keys.state(r));
   }
   for (const auto& f : req.fences) keys.push_back(impl->keys.fence(f.resource));
+  for (std::size_t i : unfenced) keys.push_back(impl->keys.policy(res[i - 1]));
   for (const auto& l : locks) keys.push_back(l);
 
   std::vector<std::string> args;
-  args.reserve(9 + res.size() + req.fences.size() + 3 * req.checks.size() + 4 * req.writes.size());
+  args.reserve(10 + res.size() + req.fences.size() + unfenced.size() + 3 * req.checks.size() +
+               4 * req.writes.size());
   args.push_back(req.idempotency_key ? "1" : "0");
   args.push_back(req.fingerprint);
   args.push_back(std::to_string(impl->options.idempotency_retention().count()));
@@ -324,8 +365,10 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   args.push_back(std::to_string(req.writes.size()));
   args.push_back(std::to_string(locks.size()));
   args.push_back(owner);
+  args.push_back(std::to_string(unfenced.size()));
   for (const auto& r : res) args.push_back(r);
   for (const auto& f : req.fences) args.push_back(std::to_string(f.token));
+  for (std::size_t i : unfenced) args.push_back(std::to_string(i));
   for (const auto& c : req.checks) {
     args.push_back(std::to_string(add(c.resource)));
     args.push_back(c.key);
@@ -361,6 +404,8 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     const auto& f = req.fences.at(num_at(r, 1, "commit") - 1);
     detail::enforce_fence(f.resource, req.agent_id, num_at(r, 2, "commit"), f.token);
   }
+  if (tag == "fence_required")
+    throw FenceRequiredError(res.at(num_at(r, 1, "commit") - 1), req.agent_id);
   if (tag == "conflict") {
     const auto& c = req.checks.at(num_at(r, 1, "commit") - 1);
     throw ConflictError(c.resource, c.key, c.expected_version, num_at(r, 2, "commit"));

@@ -21,6 +21,10 @@ const char* source_of(Script s) {
       return scripts::release;
     case Script::register_resource:
       return scripts::register_resource;
+    case Script::set_policy:
+      return scripts::set_policy;
+    case Script::get_policy:
+      return scripts::get_policy;
     case Script::read:
       return scripts::read;
     case Script::snapshot:

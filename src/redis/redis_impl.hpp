@@ -26,6 +26,8 @@ enum class Script {
   renew,
   release,
   register_resource,
+  set_policy,
+  get_policy,
   read,
   snapshot,
   exists,

@@ -60,16 +60,35 @@ end
 return 0
 )lua";
 
-// KEYS: version, state. ARGV: key, encoded entry, key, encoded entry, ... -> 1 created | 0
+// KEYS: version, state, policy. ARGV: fence_required ('1'|'0'), then key, encoded entry, ...
+// -> 1 created | 0 exists (left as it is, policy included)
 inline constexpr const char* register_resource = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('SET', KEYS[1], '0')
-for i = 1, #ARGV, 2 do
+redis.call('HSET', KEYS[3], 'fence_required', ARGV[1])
+for i = 2, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
 end
 return 1
+)lua";
+
+// KEYS: version, policy. ARGV: fence_required ('1'|'0'). -> 1 set | 0 not registered
+inline constexpr const char* set_policy = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[2], 'fence_required', ARGV[1])
+return 1
+)lua";
+
+// KEYS: version, policy. -> {'ok', fence_required or nil} | {'notfound'}
+inline constexpr const char* get_policy = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'notfound'}
+end
+return {'ok', redis.call('HGET', KEYS[2], 'fence_required')}
 )lua";
 
 // KEYS: version, state. ARGV: key. -> {'ok', entry or nil} | {'notfound'}
@@ -190,21 +209,23 @@ return 1
 
 // KEYS: [1] idempotency record, [2] wait key (cleared only when the session holds locks; else a
 // placeholder in the resource's slot), then version and state per resource, then one fence key
-// per fence, then the session's lock keys.
+// per fence, then one policy key per written resource that carries no fence, then the session's
+// lock keys.
 // ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4] resources, [5] fences,
-// [6] checks, [7] writes, [8] locks, [9] lock owner; then resource names; fence tokens;
-// (resource index, key, expected version) per check; (resource index, key, 'v'|'t', json) per
-// write. Checks everything before writing anything, in the memory backend's order.
+// [6] checks, [7] writes, [8] locks, [9] lock owner, [10] policy keys; then resource names; fence
+// tokens; resource index per policy key (in resource name order); (resource index, key, expected
+// version) per check; (resource index, key, 'v'|'t', json) per write. Checks everything before
+// writing anything, in the memory backend's order.
 // -> {'ok', '0', '', name, version, ...} (applied: each written resource's new version)
 //    | {'ok', '1', result json} (a replay: the stored result) | {'reused'} | {'notfound', i}
-//    | {'stale'|'forged', j, hw} | {'conflict', k, found}
+//    | {'stale'|'forged', j, hw} | {'fence_required', i} | {'conflict', k, found}
 // The result is JSON-encoded only to be stored with an idempotency key.
 inline constexpr const char* commit = R"lua(
 local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7]), tonumber(ARGV[8])
-local owner = ARGV[9]
+local owner, np = ARGV[9], tonumber(ARGV[10])
 local function release_locks()
-  local base = 2 + 2 * nres + nf
+  local base = 2 + 2 * nres + nf + np
   for i = 1, nl do
     redis.call('HDEL', KEYS[base + i], owner)
   end
@@ -227,7 +248,7 @@ for i = 1, nres do
     return {'notfound', tostring(i)}
   end
 end
-local a = 9 + nres
+local a = 10 + nres
 for j = 1, nf do
   local hw = tonumber(redis.call('GET', KEYS[2 + 2 * nres + j]) or '0')
   local tok = tonumber(ARGV[a + j])
@@ -239,6 +260,14 @@ for j = 1, nf do
   end
 end
 a = a + nf
+-- A written resource without a fence for it: refused if its policy requires one (a fenced one
+-- passed the fence check above).
+for p = 1, np do
+  if redis.call('HGET', KEYS[2 + 2 * nres + nf + p], 'fence_required') == '1' then
+    return {'fence_required', ARGV[a + p]}
+  end
+end
+a = a + np
 for k = 1, nc do
   local ri, key, expected = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
   a = a + 3
@@ -259,8 +288,8 @@ for w = 1, nw do
   if not v then
     v = string.format('%.0f', redis.call('INCR', KEYS[1 + 2 * ri]))
     versions[ri] = v
-    result[ARGV[9 + ri]] = tonumber(v)
-    reply[#reply + 1] = ARGV[9 + ri]
+    result[ARGV[10 + ri]] = tonumber(v)
+    reply[#reply + 1] = ARGV[10 + ri]
     reply[#reply + 1] = v
   end
   if kind == 'v' then

@@ -1,5 +1,5 @@
 // A blocking hiredis client for integration tests: does to the server what an operator would
-// (CLIENT LIST, CLIENT KILL) behind the backend's back.
+// (CLIENT LIST, CLIENT KILL, DEL) behind the backend's back.
 #pragma once
 
 #include <random>
@@ -30,9 +30,9 @@ class RedisAdmin {
     const auto colon = rest.rfind(':');
     const std::string host = rest.substr(0, colon);
     const int port = colon == std::string::npos ? 6379 : std::stoi(rest.substr(colon + 1));
-    c_ = redisConnect(host.c_str(), port);
-    if (!c_ || c_->err) throw std::runtime_error("admin connection to redis failed");
+    connect(host, port);
   }
+  explicit RedisAdmin(int port) { connect("127.0.0.1", port); }
   ~RedisAdmin() { redisFree(c_); }
   RedisAdmin(const RedisAdmin&) = delete;
   RedisAdmin& operator=(const RedisAdmin&) = delete;
@@ -81,7 +81,28 @@ class RedisAdmin {
     return killed;
   }
 
+  // Any command; the reply's text (string, status or error) or its integer as text.
+  std::string command(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) argv.push_back(a.data()), lens.push_back(a.size());
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(c_, static_cast<int>(args.size()), argv.data(), lens.data()));
+    if (!r) throw std::runtime_error("redis admin command failed");
+    std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
+                      : r->str                       ? std::string(r->str, r->len)
+                                                     : std::string();
+    freeReplyObject(r);
+    return out;
+  }
+  long long dbsize() { return std::stoll(command({"DBSIZE"})); }
+
  private:
+  void connect(const std::string& host, int port) {
+    c_ = redisConnect(host.c_str(), port);
+    if (!c_ || c_->err) throw std::runtime_error("admin connection to redis failed");
+  }
+
   redisContext* c_ = nullptr;
 };
 

@@ -13,6 +13,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/commit_request.hpp>
+#include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
 
@@ -30,25 +31,29 @@ class RedisOptions {
     return *this;
   }
   // Deadline of each command; a connection whose reply is late is dropped and replaced.
+  // 1 ms .. 1 hour (detail::max_timeout).
   RedisOptions& command_timeout(milliseconds d) {
-    positive(d, "command timeout");
+    detail::validate_duration("redis command timeout", d, detail::max_timeout);
     command_timeout_ = d;
     return *this;
   }
+  // 1 ms .. 1 hour.
   RedisOptions& connect_timeout(milliseconds d) {
-    positive(d, "connect timeout");
+    detail::validate_duration("redis connect timeout", d, detail::max_timeout);
     connect_timeout_ = d;
     return *this;
   }
-  // How long an idempotency record is kept (Redis key expiry purges it).
+  // How long an idempotency record is kept (Redis key expiry purges it). 1 ms .. 365 days
+  // (detail::max_idempotency_retention).
   RedisOptions& idempotency_retention(milliseconds d) {
-    positive(d, "idempotency retention");
+    detail::validate_duration("redis idempotency retention", d, detail::max_idempotency_retention);
     retention_ = d;
     return *this;
   }
   // How long a pessimistic lock record outlives its last grant, so a crashed client's locks go.
+  // 1 ms .. 1 hour.
   RedisOptions& lock_record_ttl(milliseconds d) {
-    positive(d, "lock record ttl");
+    detail::validate_duration("redis lock record ttl", d, detail::max_timeout);
     lock_ttl_ = d;
     return *this;
   }
@@ -71,11 +76,6 @@ class RedisOptions {
   milliseconds lock_record_ttl() const { return lock_ttl_; }
 
  private:
-  static void positive(milliseconds d, const char* what) {
-    if (d <= milliseconds::zero())
-      throw InvalidArgumentError(std::string(what) + " must be positive");
-  }
-
   std::string prefix_ = "statepact";
   std::string client_name_;
   milliseconds command_timeout_{5000};
@@ -105,7 +105,12 @@ class RedisBackend {
   asio::awaitable<Token> current_fence(std::string resource);
 
   // ---- state ---------------------------------------------------------------------------------
-  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object());
+  // The policy is stored with the resource, in the same script: an existing resource keeps its
+  // own (and its state).
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
+                                          ResourcePolicy policy = {});
+  asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy);
+  asio::awaitable<ResourcePolicy> resource_policy(std::string name);
   asio::awaitable<Entry> read(std::string resource, std::string key);
   asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources);
 
