@@ -3,8 +3,10 @@
 // it holds ('{', '}', ':', spaces, unicode). The encoded resource is the hash tag: every key of a
 // resource (lease, fence, version, state, locks) lives in the same cluster slot.
 //
-//   <prefix>:lease:{<hex resource>}              hash  owner, token, exp (server ms), ttl (ms)
+//   <prefix>:lease:{<hex resource>}              hash  owner, token, exp (server ms), ttl (ms);
+//                                                      a released one keeps its token
 //   <prefix>:fence:{<hex resource>}              int   highest token ever issued; never deleted
+//   (the high-water mark is the larger of the two tokens: either key alone keeps it)
 //   <prefix>:version:{<hex resource>}            int   commits that wrote it; exists = registered
 //   <prefix>:state:{<hex resource>}              hash  key -> "<version> <json>" or "<version>"
 //   <prefix>:policy:{<hex resource>}             hash  fence_required -> '1' | '0'; absent: the

@@ -125,10 +125,12 @@ asio::awaitable<bool> RedisBackend::release_lease(Lease lease) {
 asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
   detail::validate_name("resource name", resource);
   auto impl = impl_;
-  std::vector<std::string> cmd = {"GET", impl->keys.fence(resource)};
-  RedisReply r = co_await impl->command(std::move(cmd), detail::CommandKind::read);
-  if (r.is_error()) throw std::runtime_error("redis: GET failed: " + r.str);
-  co_return r.is_nil() ? 0 : std::stoull(r.str);
+  std::vector<std::string> keys = {impl->keys.fence(resource), impl->keys.lease(resource)};
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::fence, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
+  if (r.type != RedisReply::Type::string) malformed("current_fence");
+  co_return std::stoull(r.str);
 }
 
 // ---- state ----------------------------------------------------------------------------------
@@ -337,7 +339,7 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
 
   std::vector<std::string> keys;
-  keys.reserve(2 + 2 * res.size() + req.fences.size() + unfenced.size() + locks.size());
+  keys.reserve(2 + 2 * res.size() + 2 * req.fences.size() + unfenced.size() + locks.size());
   // The record and the placeholders go to the slot of the first resource in name order (whatever
   // order the request lists them in, so a retry finds the record); only a pessimistic commit (it
   // holds locks) names its wait record, in the owner's slot.
@@ -349,7 +351,10 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     keys.push_back(impl->keys.version(r));
     keys.push_back(impl->keys.state(r));
   }
-  for (const auto& f : req.fences) keys.push_back(impl->keys.fence(f.resource));
+  for (const auto& f : req.fences) {
+    keys.push_back(impl->keys.fence(f.resource));
+    keys.push_back(impl->keys.lease(f.resource));
+  }
   for (std::size_t i : unfenced) keys.push_back(impl->keys.policy(res[i - 1]));
   for (const auto& l : locks) keys.push_back(l);
 

@@ -19,6 +19,8 @@ const char* source_of(Script s) {
       return scripts::renew;
     case Script::release:
       return scripts::release;
+    case Script::fence:
+      return scripts::fence;
     case Script::register_resource:
       return scripts::register_resource;
     case Script::set_policy:

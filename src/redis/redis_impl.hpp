@@ -25,6 +25,7 @@ enum class Script {
   acquire,
   renew,
   release,
+  fence,
   register_resource,
   set_policy,
   get_policy,

@@ -9,9 +9,20 @@ namespace statepact::detail::scripts {
   "local t = redis.call('TIME')\n" \
   "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
+// The high-water mark is the larger of the fence counter and the token in the lease hash: a fence
+// key that vanished (an operator's DEL, a restore, eviction) must never let a token be issued
+// twice or a stale token pass. A released lease keeps its token in the hash for the same reason.
+#define STATEPACT_REDIS_HIGH_WATER                                        \
+  "local function high_water(fence_key, lease_key)\n"                     \
+  "  local f = tonumber(redis.call('GET', fence_key) or '0')\n"           \
+  "  local l = tonumber(redis.call('HGET', lease_key, 'token') or '0')\n" \
+  "  if l > f then return l end\n"                                        \
+  "  return f\n"                                                          \
+  "end\n"
+
 // KEYS: lease, fence. ARGV: owner, ttl ms.
 // -> {'ok', token, exp} | {'busy', holder, token, exp}
-inline constexpr const char* acquire = STATEPACT_REDIS_NOW R"lua(
+inline constexpr const char* acquire = STATEPACT_REDIS_NOW STATEPACT_REDIS_HIGH_WATER R"lua(
 local ttl = tonumber(ARGV[2])
 local exp = string.format('%.0f', now + ttl)
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
@@ -22,16 +33,17 @@ if cur[1] and tonumber(cur[3]) > now then
   redis.call('HSET', KEYS[1], 'exp', exp, 'ttl', ARGV[2])
   return {'ok', cur[2], exp}
 end
-local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
+local token = string.format('%.0f', high_water(KEYS[2], KEYS[1]) + 1)
+redis.call('SET', KEYS[2], token)
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'exp', exp, 'ttl', ARGV[2])
 return {'ok', token, exp}
 )lua";
 
 // KEYS: lease, fence. ARGV: owner, token, ttl ms.
 // -> {'ok', token, exp} | {'lost', reason, high_water}
-inline constexpr const char* renew = STATEPACT_REDIS_NOW R"lua(
+inline constexpr const char* renew = STATEPACT_REDIS_NOW STATEPACT_REDIS_HIGH_WATER R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
-local hw = tonumber(redis.call('GET', KEYS[2]) or '0')
+local hw = high_water(KEYS[2], KEYS[1])
 local reason = nil
 if not cur[1] or cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   if tonumber(ARGV[2]) < hw then
@@ -51,13 +63,19 @@ return {'ok', cur[2], exp}
 )lua";
 
 // KEYS: lease. ARGV: owner, token. -> 1 released | 0 not the current owner
+// The token stays in the hash (owner gone = free): a second floor under the fence counter.
 inline constexpr const char* release = R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token')
 if cur[1] == ARGV[1] and cur[2] == ARGV[2] then
-  redis.call('DEL', KEYS[1])
+  redis.call('HDEL', KEYS[1], 'owner', 'exp', 'ttl')
   return 1
 end
 return 0
+)lua";
+
+// KEYS: fence, lease. -> the high-water mark (0: no token was ever issued)
+inline constexpr const char* fence = STATEPACT_REDIS_HIGH_WATER R"lua(
+return string.format('%.0f', high_water(KEYS[1], KEYS[2]))
 )lua";
 
 // KEYS: version, state, policy. ARGV: fence_required ('1'|'0'), then key, encoded entry, ...
@@ -209,23 +227,22 @@ return 1
 
 // KEYS: [1] idempotency record, [2] wait key (cleared only when the session holds locks; else a
 // placeholder in the resource's slot), then version and state per resource, then one fence key
-// per fence, then one policy key per written resource that carries no fence, then the session's
-// lock keys.
-// ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4] resources, [5] fences,
-// [6] checks, [7] writes, [8] locks, [9] lock owner, [10] policy keys; then resource names; fence
-// tokens; resource index per policy key (in resource name order); (resource index, key, expected
-// version) per check; (resource index, key, 'v'|'t', json) per write. Checks everything before
-// writing anything, in the memory backend's order.
+// and one lease key per fence, then one policy key per written resource that carries no fence, then
+// the session's lock keys. ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4]
+// resources, [5] fences, [6] checks, [7] writes, [8] locks, [9] lock owner, [10] policy keys; then
+// resource names; fence tokens; resource index per policy key (in resource name order); (resource
+// index, key, expected version) per check; (resource index, key, 'v'|'t', json) per write. Checks
+// everything before writing anything, in the memory backend's order.
 // -> {'ok', '0', '', name, version, ...} (applied: each written resource's new version)
 //    | {'ok', '1', result json} (a replay: the stored result) | {'reused'} | {'notfound', i}
 //    | {'stale'|'forged', j, hw} | {'fence_required', i} | {'conflict', k, found}
 // The result is JSON-encoded only to be stored with an idempotency key.
-inline constexpr const char* commit = R"lua(
+inline constexpr const char* commit = STATEPACT_REDIS_HIGH_WATER R"lua(
 local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7]), tonumber(ARGV[8])
 local owner, np = ARGV[9], tonumber(ARGV[10])
 local function release_locks()
-  local base = 2 + 2 * nres + nf + np
+  local base = 2 + 2 * nres + 2 * nf + np
   for i = 1, nl do
     redis.call('HDEL', KEYS[base + i], owner)
   end
@@ -250,7 +267,7 @@ for i = 1, nres do
 end
 local a = 10 + nres
 for j = 1, nf do
-  local hw = tonumber(redis.call('GET', KEYS[2 + 2 * nres + j]) or '0')
+  local hw = high_water(KEYS[1 + 2 * nres + 2 * j], KEYS[2 + 2 * nres + 2 * j])
   local tok = tonumber(ARGV[a + j])
   if tok < hw then
     return {'stale', tostring(j), string.format('%.0f', hw)}
@@ -263,7 +280,7 @@ a = a + nf
 -- A written resource without a fence for it: refused if its policy requires one (a fenced one
 -- passed the fence check above).
 for p = 1, np do
-  if redis.call('HGET', KEYS[2 + 2 * nres + nf + p], 'fence_required') == '1' then
+  if redis.call('HGET', KEYS[2 + 2 * nres + 2 * nf + p], 'fence_required') == '1' then
     return {'fence_required', ARGV[a + p]}
   end
 end
@@ -307,5 +324,6 @@ return reply
 )lua";
 
 #undef STATEPACT_REDIS_NOW
+#undef STATEPACT_REDIS_HIGH_WATER
 
 }  // namespace statepact::detail::scripts

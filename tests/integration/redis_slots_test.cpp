@@ -89,9 +89,9 @@ TEST_CASE("a single-resource workload keeps all its keys in one cluster slot",
     }
     INFO("keys: " << keys.size());
     CHECK(slots.size() == 1);
-    // What the workload left: the fence, version, state and policy, and the idempotency record
-    // (the released lease is gone).
-    CHECK(kinds == std::set<std::string>{"fence", "idem", "policy", "state", "version"});
+    // What the workload left: the fence, the released lease (its token only), version, state and
+    // policy, and the idempotency record.
+    CHECK(kinds == std::set<std::string>{"fence", "idem", "lease", "policy", "state", "version"});
   });
 }
 
