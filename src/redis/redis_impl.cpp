@@ -67,9 +67,9 @@ asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl,
 RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOptions opts)
     : options(std::move(opts)),
       keys(options.key_prefix()),
-      conn_(std::make_shared<RedisConnection>(std::move(ex), parse_redis_url(url),
-                                              options.command_timeout(), options.connect_timeout(),
-                                              options.client_name())),
+      conn_(std::make_shared<RedisConnection>(
+          std::move(ex), parse_redis_url(url), options.command_timeout(), options.connect_timeout(),
+          options.client_name(), !options.allow_eviction_unsafe())),
       instance_(random_instance_id()) {}
 
 asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, CommandKind kind) {

@@ -2,11 +2,19 @@
 // (CLIENT LIST, CLIENT KILL, DEL) behind the backend's back.
 #pragma once
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
@@ -104,6 +112,85 @@ class RedisAdmin {
   }
 
   redisContext* c_ = nullptr;
+};
+
+// A private redis-server a test starts and stops itself (restarts, unusual settings), on loopback:
+// port STATEPACT_TEST_REDIS_SPARE_PORT, else 57000 + pid % 1000. AOF with fsync always; `extra`
+// adds or overrides settings (e.g. "--maxmemory-policy allkeys-lru").
+class PrivateRedis {
+ public:
+  explicit PrivateRedis(std::string extra = "")
+      : port_(spare_port()),
+        dir_(std::filesystem::temp_directory_path() /
+             fmt::format("statepact-redis-private-{}-{}", getpid(), port_)),
+        extra_(std::move(extra)) {
+    std::filesystem::create_directories(dir_);
+    start();
+  }
+  ~PrivateRedis() {
+    stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  PrivateRedis(const PrivateRedis&) = delete;
+  PrivateRedis& operator=(const PrivateRedis&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return fmt::format("redis://127.0.0.1:{}/0", port_); }
+
+  void start() {
+    const auto d = dir_.string();
+    const auto cmd = fmt::format(
+        "redis-server --port {} --bind 127.0.0.1 --daemonize yes --dir '{}' --appendonly yes "
+        "--appendfsync always --save '' --pidfile '{}/redis.pid' --logfile '{}/redis.log' {}",
+        port_, d, d, d, extra_);
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot start redis-server");
+    for (int i = 0; i < 200 && !ping(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!ping()) throw std::runtime_error("private redis-server does not answer");
+  }
+
+  // SHUTDOWN fsyncs the AOF first. Where CONFIG or SHUTDOWN is renamed, the pid file's process is
+  // sent SIGTERM, which does the same.
+  void stop() {
+    if (redisContext* c = redisConnect("127.0.0.1", port_); c && !c->err) {
+      if (auto* r = static_cast<redisReply*>(redisCommand(c, "SHUTDOWN"))) freeReplyObject(r);
+      redisFree(c);
+    } else if (c) {
+      redisFree(c);
+    }
+    if (ping()) {
+      std::ifstream pid_file(dir_ / "redis.pid");
+      long pid = 0;
+      if (pid_file >> pid && pid > 0) ::kill(static_cast<pid_t>(pid), SIGTERM);
+    }
+    for (int i = 0; i < 200 && ping(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+ private:
+  static int spare_port() {
+    if (const char* p = std::getenv("STATEPACT_TEST_REDIS_SPARE_PORT"); p && *p)
+      return std::stoi(p);
+    return 57000 + static_cast<int>(getpid() % 1000);
+  }
+
+  bool ping() const {
+    redisContext* c = redisConnect("127.0.0.1", port_);
+    bool ok = false;
+    if (c && !c->err) {
+      if (auto* r = static_cast<redisReply*>(redisCommand(c, "PING"))) {
+        ok = r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+      }
+    }
+    if (c) redisFree(c);
+    return ok;
+  }
+
+  int port_;
+  std::filesystem::path dir_;
+  std::string extra_;
 };
 
 }  // namespace statepact::test

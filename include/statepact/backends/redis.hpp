@@ -68,7 +68,17 @@ class RedisOptions {
     return *this;
   }
 
+  // UNSAFE. By default every new connection reads the server's maxmemory-policy (INFO memory) and
+  // refuses to work unless it is noeviction: a server that may evict keys can drop a fence counter
+  // (tokens issued twice), a version (versions repeat: lost updates) or an idempotency record
+  // (a commit applied twice). true skips the check; only for a server you know never evicts.
+  RedisOptions& allow_eviction_unsafe(bool allow) {
+    allow_eviction_ = allow;
+    return *this;
+  }
+
   const std::string& key_prefix() const { return prefix_; }
+  bool allow_eviction_unsafe() const { return allow_eviction_; }
   const std::string& client_name() const { return client_name_; }
   milliseconds command_timeout() const { return command_timeout_; }
   milliseconds connect_timeout() const { return connect_timeout_; }
@@ -82,6 +92,7 @@ class RedisOptions {
   milliseconds connect_timeout_{2000};
   milliseconds retention_ = std::chrono::hours(24);
   milliseconds lock_ttl_{60000};
+  bool allow_eviction_ = false;
 };
 
 namespace detail {
