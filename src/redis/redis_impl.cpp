@@ -67,9 +67,11 @@ asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl,
 RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOptions opts)
     : options(std::move(opts)),
       keys(options.key_prefix()),
-      conn_(std::make_shared<RedisConnection>(
-          std::move(ex), parse_redis_url(url), options.command_timeout(), options.connect_timeout(),
-          options.client_name(), !options.allow_eviction_unsafe())),
+      ex_(std::move(ex)),
+      url_(parse_redis_url(url)),
+      conn_(std::make_shared<RedisConnection>(ex_, url_, options.command_timeout(),
+                                              options.connect_timeout(), options.client_name(),
+                                              !options.allow_eviction_unsafe())),
       instance_(random_instance_id()) {}
 
 asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, CommandKind kind) {
@@ -122,6 +124,11 @@ void RedisImpl::fire_command(std::vector<std::string> args) noexcept {
                    [](std::exception_ptr) {});
   } catch (...) {
   }
+}
+
+std::shared_ptr<RedisConnection> RedisImpl::unchecked_connection() const {
+  return std::make_shared<RedisConnection>(ex_, url_, options.command_timeout(),
+                                           options.connect_timeout(), options.client_name(), false);
 }
 
 void RedisImpl::track_lock(SessionId s, const std::string& lock_key) {

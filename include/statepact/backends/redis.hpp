@@ -95,6 +95,23 @@ class RedisOptions {
   bool allow_eviction_ = false;
 };
 
+// One server setting that the backend's safety depends on, as check_server() found it.
+struct RedisServerSetting {
+  std::string setting;  // e.g. "maxmemory-policy"
+  std::string value;    // as the server reported it; "unknown" when it could not be read
+  bool ok = false;
+  std::string advice;  // what to change and why; empty when ok
+};
+
+struct RedisServerCheck {
+  std::vector<RedisServerSetting> settings;
+  bool ok() const {
+    for (const auto& s : settings)
+      if (!s.ok) return false;
+    return true;
+  }
+};
+
 namespace detail {
 class RedisImpl;
 }
@@ -107,6 +124,12 @@ class RedisBackend {
   ~RedisBackend();
   RedisBackend(const RedisBackend&) = delete;
   RedisBackend& operator=(const RedisBackend&) = delete;
+
+  // Reads the server settings that fencing and commit safety depend on (docs/backends/redis.md,
+  // "Server settings that safety depends on"): maxmemory-policy, appendonly, appendfsync and
+  // replication. Changes nothing, and works on a server the backend refuses (it opens its own
+  // connection without the eviction check). Throws only when the server cannot be reached.
+  asio::awaitable<RedisServerCheck> check_server();
 
   // ---- leases and fencing -------------------------------------------------------------------
   asio::awaitable<Lease> acquire_lease(std::string resource, std::string owner,
