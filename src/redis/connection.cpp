@@ -20,6 +20,8 @@
 
 #include <statepact/errors.hpp>
 
+#include "server_errors.hpp"
+
 namespace statepact::detail {
 
 // One hiredis context and the descriptor Asio watches for it. While hiredis owns the context, the
@@ -131,6 +133,41 @@ std::exception_ptr unavailable(const std::string& what) {
 }
 
 enum SetupKind { setup_auth, setup_select, setup_setname, setup_eviction };
+
+// A refused setup step. A server busy for now (LOADING, ...) is retryable; anything else is
+// configuration the caller must fix, and the connection must not carry commands without it (a
+// failed SELECT would leave them on database 0). The password is never part of the message.
+std::exception_ptr setup_failure(int step, const std::string& reply, const RedisUrl& url) {
+  const char* what = step == setup_auth      ? "AUTH"
+                     : step == setup_select  ? "SELECT"
+                     : step == setup_setname ? "CLIENT SETNAME"
+                                             : "INFO memory";
+  if (redis_busy_for_now(redis_error_code(reply)))
+    return redis_server_error(fmt::format("{} (connection setup)", what), reply);
+  std::string fix;
+  switch (step) {
+    case setup_auth:
+      fix = "check the user name and password in the URL (and that the server has them)";
+      break;
+    case setup_select:
+      fix = fmt::format(
+          "the server has no database {} (its 'databases' setting), or the user may not select "
+          "it: name an existing database in the URL",
+          url.db);
+      break;
+    case setup_setname:
+      fix =
+          "the client name (RedisOptions::client_name) was refused: choose another, or allow "
+          "CLIENT SETNAME to the user";
+      break;
+    default:
+      fix =
+          "allow INFO to the user (the backend reads maxmemory_policy from it), or skip the "
+          "eviction check with RedisOptions::allow_eviction_unsafe(true), at your own risk";
+  }
+  return std::make_exception_ptr(InvalidArgumentError(fmt::format(
+      "redis: {} failed while setting up the connection: {}; fix: {}", what, reply, fix)));
+}
 
 // The eviction check's verdict on an `INFO memory` reply: null when the policy is noeviction.
 std::exception_ptr eviction_verdict(const std::string& info, const RedisUrl& url) {
@@ -370,12 +407,7 @@ void RedisConnection::on_setup_reply(redisAsyncContext* ac, void* reply, void* p
   auto owner = link->owner;
   if (!link->setup_error) {
     if (r.is_error()) {
-      const char* what = step->step == setup_auth      ? "AUTH"
-                         : step->step == setup_select  ? "SELECT"
-                         : step->step == setup_setname ? "CLIENT SETNAME"
-                                                       : "INFO memory";
-      link->setup_error = std::make_exception_ptr(BackendUnavailableError(
-          fmt::format("redis: {} failed while setting up the connection: {}", what, r.str)));
+      link->setup_error = setup_failure(step->step, r.str, owner->url_);
     } else if (step->step == setup_eviction) {
       link->setup_error = eviction_verdict(r.str, owner->url_);
     }

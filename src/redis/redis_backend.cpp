@@ -1,9 +1,10 @@
 // RedisBackend's operations: validation first (the same checks as every backend), then one script
 // call, then the script's structured answer turned into the library's errors.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <random>
-#include <stdexcept>
+#include <string_view>
 
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -22,8 +23,32 @@ namespace {
 using detail::RedisReply;
 using detail::Script;
 
+// A reply the scripts never give (a different server, a script of another version under the same
+// SHA): a statepact::Error, not retryable, never a parsing library's exception.
 [[noreturn]] void malformed(const char* what) {
-  throw std::runtime_error(std::string("redis: unexpected reply to ") + what);
+  throw Error(ErrorCode::backend_unavailable, std::string("redis: unexpected reply to ") + what);
+}
+
+std::uint64_t parse_u64(std::string_view text, const char* what) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) malformed(what);
+  return v;
+}
+
+Value parse_json(const std::string& text, const char* what) {
+  try {
+    return Value::parse(text);
+  } catch (const std::exception&) {
+    malformed(what);
+  }
+}
+
+// The script's 1-based index into a list the request sent.
+template <class T>
+const T& nth(const std::vector<T>& items, std::uint64_t i, const char* what) {
+  if (i == 0 || i > items.size()) malformed(what);
+  return items[i - 1];
 }
 
 const RedisReply& at(const RedisReply& r, std::size_t i, const char* what) {
@@ -38,7 +63,7 @@ const std::string& str_at(const RedisReply& r, std::size_t i, const char* what) 
 }
 
 std::uint64_t num_at(const RedisReply& r, std::size_t i, const char* what) {
-  return std::stoull(str_at(r, i, what));
+  return parse_u64(str_at(r, i, what), what);
 }
 
 time_point from_ms(std::uint64_t ms) {
@@ -51,8 +76,8 @@ Entry decode_entry(const RedisReply& v) {
   if (v.type != RedisReply::Type::string) malformed("a state entry");
   const auto space = v.str.find(' ');
   Entry e;
-  e.version = std::stoull(v.str.substr(0, space));
-  if (space != std::string::npos) e.value = Value::parse(v.str.substr(space + 1));
+  e.version = parse_u64(std::string_view(v.str).substr(0, space), "a state entry");
+  if (space != std::string::npos) e.value = parse_json(v.str.substr(space + 1), "a state entry");
   return e;
 }
 
@@ -209,7 +234,7 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
   RedisReply r = co_await impl->eval(Script::fence, std::move(keys), std::move(args),
                                      detail::CommandKind::read);
   if (r.type != RedisReply::Type::string) malformed("current_fence");
-  co_return std::stoull(r.str);
+  co_return parse_u64(r.str, "current_fence");
 }
 
 // ---- state ----------------------------------------------------------------------------------
@@ -281,7 +306,7 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
   RedisReply r = co_await impl->eval(Script::snapshot, std::move(keys), std::move(args),
                                      detail::CommandKind::read);
   if (str_at(r, 0, "snapshot") == "notfound")
-    throw ResourceNotFoundError(resources.at(num_at(r, 1, "snapshot") - 1));
+    throw ResourceNotFoundError(nth(resources, num_at(r, 1, "snapshot"), "snapshot"));
   std::vector<ResourceSnapshot> out;
   out.reserve(resources.size());
   for (std::size_t i = 0; i < resources.size(); ++i) {
@@ -308,7 +333,9 @@ asio::awaitable<SessionId> RedisBackend::begin_session(std::vector<std::string> 
     RedisReply r = co_await impl->eval(Script::exists, std::move(keys), std::move(args),
                                        detail::CommandKind::read);
     if (r.type != RedisReply::Type::integer) malformed("begin_session");
-    if (r.integer != 0) throw ResourceNotFoundError(resources.at(r.integer - 1));
+    if (r.integer != 0)
+      throw ResourceNotFoundError(
+          nth(resources, static_cast<std::uint64_t>(r.integer), "begin_session"));
   }
   co_return impl->next_session();
 }
@@ -474,8 +501,11 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     CommitResult result;
     result.replayed = str_at(r, 1, "commit") == "1";
     if (result.replayed) {
-      const Value versions = Value::parse(str_at(r, 2, "commit"));
-      for (const auto& [name, v] : versions.items()) result.versions[name] = v.get<Version>();
+      const Value versions = parse_json(str_at(r, 2, "commit"), "commit");
+      for (const auto& [name, v] : versions.items()) {
+        if (!v.is_number_unsigned()) malformed("commit");
+        result.versions[name] = v.get<Version>();
+      }
     } else {
       for (std::size_t i = 3; i < r.elements.size(); i += 2)
         result.versions[str_at(r, i, "commit")] = num_at(r, i + 1, "commit");
@@ -483,15 +513,15 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     co_return result;
   }
   if (tag == "reused") throw IdempotencyKeyReusedError(*req.idempotency_key);
-  if (tag == "notfound") throw ResourceNotFoundError(res.at(num_at(r, 1, "commit") - 1));
+  if (tag == "notfound") throw ResourceNotFoundError(nth(res, num_at(r, 1, "commit"), "commit"));
   if (tag == "stale" || tag == "forged") {
-    const auto& f = req.fences.at(num_at(r, 1, "commit") - 1);
+    const auto& f = nth(req.fences, num_at(r, 1, "commit"), "commit");
     detail::enforce_fence(f.resource, req.agent_id, num_at(r, 2, "commit"), f.token);
   }
   if (tag == "fence_required")
-    throw FenceRequiredError(res.at(num_at(r, 1, "commit") - 1), req.agent_id);
+    throw FenceRequiredError(nth(res, num_at(r, 1, "commit"), "commit"), req.agent_id);
   if (tag == "conflict") {
-    const auto& c = req.checks.at(num_at(r, 1, "commit") - 1);
+    const auto& c = nth(req.checks, num_at(r, 1, "commit"), "commit");
     throw ConflictError(c.resource, c.key, c.expected_version, num_at(r, 2, "commit"));
   }
   malformed("commit");

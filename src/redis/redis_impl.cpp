@@ -1,11 +1,11 @@
 #include "redis_impl.hpp"
 
 #include <random>
-#include <stdexcept>
 
 #include <asio/co_spawn.hpp>
 
 #include "scripts.hpp"
+#include "server_errors.hpp"
 
 namespace statepact::detail {
 
@@ -42,7 +42,41 @@ const char* source_of(Script s) {
     case Script::count:
       break;
   }
-  throw std::logic_error("unknown script");
+  throw Error(ErrorCode::invalid_argument, "redis: unknown script");
+}
+
+const char* name_of(Script s) {
+  switch (s) {
+    case Script::acquire:
+      return "the acquire script";
+    case Script::renew:
+      return "the renew script";
+    case Script::release:
+      return "the release script";
+    case Script::fence:
+      return "the fence script";
+    case Script::register_resource:
+      return "the register script";
+    case Script::set_policy:
+      return "the set-policy script";
+    case Script::get_policy:
+      return "the policy script";
+    case Script::read:
+      return "the read script";
+    case Script::snapshot:
+      return "the snapshot script";
+    case Script::exists:
+      return "the begin-session script";
+    case Script::lock:
+      return "the lock script";
+    case Script::unlock:
+      return "the unlock script";
+    case Script::commit:
+      return "the commit script";
+    case Script::count:
+      break;
+  }
+  return "a script";
 }
 
 // Distinguishes this backend's lock records from other processes' and other instances'.
@@ -84,8 +118,9 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
   if (sha.empty()) {
     std::vector<std::string> load = {"SCRIPT", "LOAD", source_of(script)};
     RedisReply loaded = co_await conn_->call(std::move(load), CommandKind::read);
+    if (loaded.is_error()) throw_redis_server_error("SCRIPT LOAD", loaded.str);
     if (loaded.type != RedisReply::Type::string)
-      throw std::runtime_error("redis: SCRIPT LOAD failed: " + loaded.str);
+      throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to SCRIPT LOAD");
     sha = loaded.str;
     remember_sha(script, sha);
   }
@@ -104,7 +139,7 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
     (*cmd)[1] = source_of(script);
     r = co_await conn_->call(cmd, kind);
   }
-  if (r.is_error()) throw std::runtime_error("redis: script failed: " + r.str);
+  if (r.is_error()) throw_redis_server_error(name_of(script), r.str);
   co_return r;
 }
 
