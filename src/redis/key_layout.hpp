@@ -13,7 +13,9 @@
 //                                                      default policy (a resource registered
 //                                                      before policies existed)
 //   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
-//   <prefix>:wait:{<lock owner>}                 str   the lock key its owner is waiting for
+//   <prefix>:waits                               hash  lock owner -> "<exp ms> <holder> ...": whom
+//                                                      a waiting owner waits for (one slot of its
+//                                                      own; the lock script never touches it)
 //   <prefix>:idem:{<hex resource>}:<hex key>     hash  fp, result (JSON); expires by retention
 //
 // An idempotency record lives in the slot of the commit's first resource, so a single-resource
@@ -46,14 +48,14 @@ class KeyLayout {
   std::string lock(const std::string& resource, const std::string& key) const {
     return of("lock", resource, key);
   }
-  // Lock owners are "<instance hex>:<session number>": safe in a tag as they are.
-  std::string wait(const std::string& lock_owner) const { return wait_prefix() + lock_owner + "}"; }
-  std::string wait_prefix() const { return prefix_ + ":wait:{"; }
+  // The wait-for graph of every lock owner ("<instance hex>:<session number>"): one key, so the
+  // deadlock walk names everything it reads.
+  std::string waits() const { return prefix_ + ":waits"; }
   std::string idempotency(const std::string& resource, const std::string& key) const {
     return of("idem", resource, key);
   }
-  // Passed where a commit has no idempotency record (or no lock wait to clear): in the resource's
-  // slot, never read or written (a real record has a ":<hex key>" suffix).
+  // Passed where a commit has no idempotency record: in the resource's slot, never read or written
+  // (a real record has a ":<hex key>" suffix).
   std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }
 
  private:

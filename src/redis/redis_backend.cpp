@@ -355,25 +355,39 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   std::minstd_rand rng(static_cast<unsigned>(session * 2654435761u) ^
                        static_cast<unsigned>(std::random_device()()));
   milliseconds backoff(2);
+  bool waited = false;  // its record is in the wait-for graph
   std::exception_ptr failure;
   try {
     for (;;) {
       std::vector<std::string> keys = {lock_key, impl->keys.version(resource),
-                                       impl->keys.state(resource), impl->keys.wait(owner)};
-      std::vector<std::string> args = {owner,
-                                       mode == LockMode::shared ? "S" : "X",
+                                       impl->keys.state(resource)};
+      std::vector<std::string> args = {owner, mode == LockMode::shared ? "S" : "X",
                                        std::to_string(impl->options.lock_record_ttl().count()),
-                                       key,
-                                       impl->keys.wait_prefix(),
-                                       std::to_string(wait_ttl.count())};
+                                       key};
       RedisReply r = co_await impl->eval(Script::lock, std::move(keys), std::move(args));
       const std::string& tag = str_at(r, 0, "lock");
-      if (tag == "ok") co_return decode_entry(at(r, 1, "lock"));
+      if (tag == "ok") {
+        if (waited) {
+          std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
+          impl->fire_command(std::move(clear));
+        }
+        co_return decode_entry(at(r, 1, "lock"));
+      }
       if (tag == "notfound") throw ResourceNotFoundError(resource);
-      if (tag == "deadlock")
+      if (tag != "wait") malformed("lock");
+      // Record whom we wait for and walk the graph: a second script, in the graph's own slot.
+      std::vector<std::string> graph = {impl->keys.waits()};
+      std::vector<std::string> edges = {owner, std::to_string(wait_ttl.count())};
+      for (std::size_t i = 1; i < r.elements.size(); ++i) edges.push_back(str_at(r, i, "lock"));
+      waited = true;
+      RedisReply w = co_await impl->eval(Script::wait, std::move(graph), std::move(edges));
+      if (w.type != RedisReply::Type::string) malformed("wait");
+      if (w.str == "deadlock") {
+        waited = false;  // the script removed the record
         throw DeadlockError(fmt::format(
             "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
             mode_name(mode), resource, key));
+      }
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline)
         throw LockTimeoutError(
@@ -390,9 +404,11 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   } catch (...) {
     failure = std::current_exception();
   }
-  // Whatever ended the wait (timeout, deadlock, cancellation), it no longer waits for anything.
-  std::vector<std::string> clear = {"DEL", impl->keys.wait(owner)};
-  impl->fire_command(std::move(clear));
+  // Whatever ended the wait (timeout, cancellation), it no longer waits for anything.
+  if (waited) {
+    std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
+    impl->fire_command(std::move(clear));
+  }
   std::rethrow_exception(failure);
 }
 
@@ -401,10 +417,7 @@ void RedisBackend::end_session(SessionId session) noexcept {
     auto locks = impl_->take_locks(session);
     if (!locks) return;  // never asked for a lock: nothing to release
     const std::string owner = impl_->lock_owner(session);
-    std::vector<std::string> keys;
-    keys.reserve(locks->size() + 1);
-    keys.push_back(impl_->keys.wait(owner));
-    for (auto& k : *locks) keys.push_back(std::move(k));
+    std::vector<std::string> keys = std::move(*locks);
     std::vector<std::string> args = {owner};
     impl_->fire(Script::unlock, std::move(keys), std::move(args));
   } catch (...) {
@@ -445,14 +458,12 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
 
   std::vector<std::string> keys;
-  keys.reserve(2 + 2 * res.size() + 2 * req.fences.size() + unfenced.size() + locks.size());
-  // The record and the placeholders go to the slot of the first resource in name order (whatever
-  // order the request lists them in, so a retry finds the record); only a pessimistic commit (it
-  // holds locks) names its wait record, in the owner's slot.
+  keys.reserve(1 + 2 * res.size() + 2 * req.fences.size() + unfenced.size() + locks.size());
+  // The record (or its placeholder) goes to the slot of the first resource in name order (whatever
+  // order the request lists them in, so a retry finds the record).
   const std::string slot = res.empty() ? std::string() : *std::min_element(res.begin(), res.end());
   keys.push_back(req.idempotency_key ? impl->keys.idempotency(slot, *req.idempotency_key)
                                      : impl->keys.no_idempotency(slot));
-  keys.push_back(locks.empty() ? impl->keys.no_idempotency(slot) : impl->keys.wait(owner));
   for (const auto& r : res) {
     keys.push_back(impl->keys.version(r));
     keys.push_back(impl->keys.state(r));

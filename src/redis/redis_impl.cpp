@@ -35,6 +35,8 @@ const char* source_of(Script s) {
       return scripts::exists;
     case Script::lock:
       return scripts::lock;
+    case Script::wait:
+      return scripts::wait;
     case Script::unlock:
       return scripts::unlock;
     case Script::commit:
@@ -69,6 +71,8 @@ const char* name_of(Script s) {
       return "the begin-session script";
     case Script::lock:
       return "the lock script";
+    case Script::wait:
+      return "the wait script";
     case Script::unlock:
       return "the unlock script";
     case Script::commit:

@@ -33,6 +33,7 @@ enum class Script {
   snapshot,
   exists,
   lock,
+  wait,
   unlock,
   commit,
   count

@@ -141,37 +141,30 @@ end
 return 0
 )lua";
 
-// KEYS: lock, version, state, wait key of the requester.
-// ARGV: owner, mode ('S'|'X'), lock ttl ms, key, wait key prefix, wait ttl ms.
-// -> {'ok', entry or nil} | {'wait'} | {'deadlock'} | {'notfound'}
-// A request that must wait records what it waits for, then follows holders -> the lock each of
-// them waits for -> its holders; reaching the requester again means waiting would never end.
+// KEYS: lock, version, state. ARGV: owner, mode ('S'|'X'), lock ttl ms, key.
+// -> {'ok', entry or nil} | {'wait', holder, ...} | {'notfound'}
+// Every key in the resource's slot. A request that must wait gets the holders it waits for; the
+// client then records that in the wait-for graph (the wait script).
 inline constexpr const char* lock = STATEPACT_REDIS_NOW R"lua(
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {'notfound'}
 end
 local me, mode = ARGV[1], ARGV[2]
-local function holders(lock_key, skip, prune)
-  local out, exclusive, mine = {}, false, nil
-  local h = redis.call('HGETALL', lock_key)
-  for i = 1, #h, 2 do
-    local m, e = string.sub(h[i + 1], 1, 1), tonumber(string.sub(h[i + 1], 3))
-    if e <= now then
-      if prune then
-        redis.call('HDEL', lock_key, h[i])
-      end
-    elseif h[i] == skip then
-      mine = m
-    else
-      out[#out + 1] = h[i]
-      if m == 'X' then
-        exclusive = true
-      end
+local others, exclusive, mine = {}, false, nil
+local h = redis.call('HGETALL', KEYS[1])
+for i = 1, #h, 2 do
+  local m, e = string.sub(h[i + 1], 1, 1), tonumber(string.sub(h[i + 1], 3))
+  if e <= now then
+    redis.call('HDEL', KEYS[1], h[i])
+  elseif h[i] == me then
+    mine = m
+  else
+    others[#others + 1] = h[i]
+    if m == 'X' then
+      exclusive = true
     end
   end
-  return out, exclusive, mine
 end
-local others, exclusive, mine = holders(KEYS[1], me, true)
 local grant
 if mine == 'X' then
   grant = true
@@ -180,53 +173,81 @@ elseif mode == 'S' then
 else
   grant = #others == 0
 end
-if grant then
-  local m = mode
-  if mine == 'X' then
-    m = 'X'
+if not grant then
+  local out = {'wait'}
+  for _, x in ipairs(others) do
+    out[#out + 1] = x
   end
-  local ttl = tonumber(ARGV[3])
-  redis.call('HSET', KEYS[1], me, m .. ':' .. string.format('%.0f', now + ttl))
-  if redis.call('PTTL', KEYS[1]) < ttl then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-  end
-  redis.call('DEL', KEYS[4])
-  return {'ok', redis.call('HGET', KEYS[3], ARGV[4])}
+  return out
 end
-redis.call('SET', KEYS[4], KEYS[1], 'PX', ARGV[6])
-local seen, queue, steps = {}, others, 0
+local m = mode
+if mine == 'X' then
+  m = 'X'
+end
+local ttl = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], me, m .. ':' .. string.format('%.0f', now + ttl))
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return {'ok', redis.call('HGET', KEYS[3], ARGV[4])}
+)lua";
+
+// KEYS: the wait-for graph (one hash for every lock owner: owner -> "<exp ms> <holder> ..."), a
+// single key, so the walk reads only what it names. ARGV: owner, wait ttl ms, holders waited for.
+// -> 'wait' | 'deadlock'
+// Records the owner's edges, then follows holders -> the holders they wait for; reaching the owner
+// again means waiting would never end (its record is then removed). Records past their expiry (a
+// crashed waiter's) are skipped and removed.
+inline constexpr const char* wait = STATEPACT_REDIS_NOW R"lua(
+local me = ARGV[1]
+local edges = {string.format('%.0f', now + tonumber(ARGV[2]))}
+for i = 3, #ARGV do
+  edges[#edges + 1] = ARGV[i]
+end
+redis.call('HSET', KEYS[1], me, table.concat(edges, ' '))
+local seen, queue, steps = {}, {}, 0
+for i = 3, #ARGV do
+  queue[#queue + 1] = ARGV[i]
+end
 while #queue > 0 and steps < 1000 do
   local h = table.remove(queue)
   steps = steps + 1
   if h == me then
-    redis.call('DEL', KEYS[4])
-    return {'deadlock'}
+    redis.call('HDEL', KEYS[1], me)
+    return 'deadlock'
   end
   if not seen[h] then
     seen[h] = true
-    local w = redis.call('GET', ARGV[5] .. h .. '}')
-    if w then
-      local hs = holders(w, h, false)
-      for _, x in ipairs(hs) do
-        queue[#queue + 1] = x
+    local rec = redis.call('HGET', KEYS[1], h)
+    if rec then
+      local first = true
+      for word in string.gmatch(rec, '%S+') do
+        if first then
+          first = false
+          if tonumber(word) <= now then
+            redis.call('HDEL', KEYS[1], h)
+            break
+          end
+        else
+          queue[#queue + 1] = word
+        end
       end
     end
   end
 end
-return {'wait'}
+return 'wait'
 )lua";
 
-// KEYS: wait key, then lock keys. ARGV: owner. Releases the owner's locks and its wait record.
+// KEYS: lock keys. ARGV: owner. Releases the owner's locks.
 inline constexpr const char* unlock = R"lua(
-for i = 2, #KEYS do
+for i = 1, #KEYS do
   redis.call('HDEL', KEYS[i], ARGV[1])
 end
-redis.call('DEL', KEYS[1])
 return 1
 )lua";
 
-// KEYS: [1] idempotency record, [2] wait key (cleared only when the session holds locks; else a
-// placeholder in the resource's slot), then version and state per resource, then one fence key
+// KEYS: [1] idempotency record (or a placeholder in the first resource's slot, never touched),
+// then version and state per resource, then one fence key
 // and one lease key per fence, then one policy key per written resource that carries no fence, then
 // the session's lock keys. ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4]
 // resources, [5] fences, [6] checks, [7] writes, [8] locks, [9] lock owner, [10] policy keys; then
@@ -242,12 +263,9 @@ local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV
   tonumber(ARGV[7]), tonumber(ARGV[8])
 local owner, np = ARGV[9], tonumber(ARGV[10])
 local function release_locks()
-  local base = 2 + 2 * nres + 2 * nf + np
+  local base = 1 + 2 * nres + 2 * nf + np
   for i = 1, nl do
     redis.call('HDEL', KEYS[base + i], owner)
-  end
-  if nl > 0 then
-    redis.call('DEL', KEYS[2])
   end
 end
 if ARGV[1] == '1' then
@@ -261,13 +279,13 @@ if ARGV[1] == '1' then
   end
 end
 for i = 1, nres do
-  if redis.call('EXISTS', KEYS[1 + 2 * i]) == 0 then
+  if redis.call('EXISTS', KEYS[2 * i]) == 0 then
     return {'notfound', tostring(i)}
   end
 end
 local a = 10 + nres
 for j = 1, nf do
-  local hw = high_water(KEYS[1 + 2 * nres + 2 * j], KEYS[2 + 2 * nres + 2 * j])
+  local hw = high_water(KEYS[2 * nres + 2 * j], KEYS[1 + 2 * nres + 2 * j])
   local tok = tonumber(ARGV[a + j])
   if tok < hw then
     return {'stale', tostring(j), string.format('%.0f', hw)}
@@ -280,7 +298,7 @@ a = a + nf
 -- A written resource without a fence for it: refused if its policy requires one (a fenced one
 -- passed the fence check above).
 for p = 1, np do
-  if redis.call('HGET', KEYS[2 + 2 * nres + 2 * nf + p], 'fence_required') == '1' then
+  if redis.call('HGET', KEYS[1 + 2 * nres + 2 * nf + p], 'fence_required') == '1' then
     return {'fence_required', ARGV[a + p]}
   end
 end
@@ -288,7 +306,7 @@ a = a + np
 for k = 1, nc do
   local ri, key, expected = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
   a = a + 3
-  local cur = redis.call('HGET', KEYS[2 + 2 * ri], key)
+  local cur = redis.call('HGET', KEYS[1 + 2 * ri], key)
   local found = 0
   if cur then
     found = tonumber(string.match(cur, '^%d+'))
@@ -303,16 +321,16 @@ for w = 1, nw do
   a = a + 4
   local v = versions[ri]
   if not v then
-    v = string.format('%.0f', redis.call('INCR', KEYS[1 + 2 * ri]))
+    v = string.format('%.0f', redis.call('INCR', KEYS[2 * ri]))
     versions[ri] = v
     result[ARGV[10 + ri]] = tonumber(v)
     reply[#reply + 1] = ARGV[10 + ri]
     reply[#reply + 1] = v
   end
   if kind == 'v' then
-    redis.call('HSET', KEYS[2 + 2 * ri], key, v .. ' ' .. json)
+    redis.call('HSET', KEYS[1 + 2 * ri], key, v .. ' ' .. json)
   else
-    redis.call('HSET', KEYS[2 + 2 * ri], key, v)
+    redis.call('HSET', KEYS[1 + 2 * ri], key, v)
   end
 end
 if ARGV[1] == '1' then

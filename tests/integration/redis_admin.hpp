@@ -168,13 +168,13 @@ class PrivateRedis {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
- private:
   static int spare_port() {
     if (const char* p = std::getenv("STATEPACT_TEST_REDIS_SPARE_PORT"); p && *p)
       return std::stoi(p);
     return 57000 + static_cast<int>(getpid() % 1000);
   }
 
+ private:
   bool ping() const {
     redisContext* c = redisConnect("127.0.0.1", port_);
     bool ok = false;
