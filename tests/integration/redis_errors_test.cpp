@@ -214,3 +214,17 @@ TEST_CASE("a failed SELECT or AUTH fails the call clearly, and never runs it els
     CHECK_THAT(bad.what, !Catch::Contains(secret));
   }
 }
+
+TEST_CASE("duration options are bounded", "[redis][integration]") {
+  using std::chrono::hours;
+  CHECK_THROWS_AS(sp::RedisOptions().idempotency_retention(hours(24 * 366)),
+                  sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::RedisOptions().command_timeout(hours(2)), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::RedisOptions().connect_timeout(hours(2)), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::RedisOptions().lock_record_ttl(hours(2)), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(sp::RedisOptions().lock_record_ttl(0ms), sp::InvalidArgumentError);
+  CHECK_NOTHROW(sp::RedisOptions()
+                    .idempotency_retention(hours(24 * 365))
+                    .command_timeout(hours(1))
+                    .lock_record_ttl(hours(1)));
+}
