@@ -558,9 +558,28 @@ void RedisConnection::ev_cleanup(void* data) {
   link->connect_timer.cancel();
   if (!link->waiting.empty()) {
     const std::string why = link->error.empty() ? "connection closed" : link->error;
-    fail_waiting(*link, link->setup_error
-                            ? link->setup_error
-                            : unavailable("connection lost during its setup: " + why));
+    auto owner_ = link->owner;
+    // Nothing of the waiting requests was sent: after a loss during setup (not a refusal), each
+    // starts over once on a fresh connection, whatever its kind.
+    if (!link->setup_error && link->connected && owner_ && !owner_->closing_) {
+      auto waiting = std::move(link->waiting);
+      link->waiting.clear();
+      for (auto& req : waiting) {
+        if (req->finished) continue;
+        if (req->resent) {
+          complete(*req, unavailable("connection lost during its setup: " + why), {});
+          continue;
+        }
+        req->resent = true;
+        asio::post(owner_->strand_, [owner_, req] {
+          if (!req->finished) owner_->start(req);
+        });
+      }
+    } else {
+      fail_waiting(*link, link->setup_error
+                              ? link->setup_error
+                              : unavailable("connection lost during its setup: " + why));
+    }
   }
   // hiredis closes the descriptor itself.
   link->sd.release();

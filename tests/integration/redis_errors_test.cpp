@@ -67,6 +67,10 @@ asio::awaitable<void> fake_peer(std::shared_ptr<tcp::socket> s, Answer answer) {
       in.erase(0, pos);
       out += answer(name);
     }
+    if (out == "close") {  // the server hangs up instead of answering
+      s->close(ec);
+      co_return;
+    }
     if (!out.empty())
       co_await asio::async_write(*s, asio::buffer(out),
                                  asio::redirect_error(asio::use_awaitable, ec));
@@ -227,4 +231,36 @@ TEST_CASE("duration options are bounded", "[redis][integration]") {
                     .idempotency_retention(hours(24 * 365))
                     .command_timeout(hours(1))
                     .lock_record_ttl(hours(1)));
+}
+
+TEST_CASE("a connection lost during its setup sends nothing and starts over once",
+          "[redis][integration]") {
+  // The first connection is dropped when it asks INFO; the second answers. Nothing of the
+  // caller's had been sent, so even a commit may go out on the new connection.
+  auto connections = std::make_shared<int>(0);
+  const std::string version_reply = "*3\r\n$2\r\nok\r\n$1\r\n0\r\n$0\r\n\r\n";
+  Answer answer = [connections, version_reply](const std::string& name) -> std::string {
+    if (name == "INFO")
+      return ++*connections == 1 ? "close" : bulk("maxmemory_policy:noeviction\r\n");
+    if (name == "SCRIPT") return bulk(std::string(40, 'a'));
+    if (name == "EVALSHA") return version_reply;
+    return "+OK\r\n";
+  };
+  bool committed = false;
+  sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    tcp::acceptor acc(ex, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    asio::co_spawn(ex, accept_all(acc, answer), asio::detached);
+    const auto url = "redis://127.0.0.1:" + std::to_string(acc.local_endpoint().port()) + "/0";
+    {
+      sp::RedisBackend b(ex, url);
+      sp::CommitRequest req;
+      req.agent_id = "a";
+      req.resources = {"job"};
+      auto result = co_await b.commit(std::move(req));
+      committed = !result.replayed;
+    }
+    acc.close();
+  });
+  CHECK(committed);
+  CHECK(*connections == 2);
 }
