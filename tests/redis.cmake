@@ -17,7 +17,11 @@ add_executable(statepact_integration_redis
   integration/redis_persistence_test.cpp
   integration/redis_timeout_test.cpp
   integration/redis_race_test.cpp
-  integration/redis_slots_test.cpp)
+  integration/redis_slots_test.cpp
+  integration/redis_policy_test.cpp
+  integration/redis_fence_test.cpp
+  integration/redis_server_test.cpp
+  integration/redis_errors_test.cpp)
 target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgConfig::HIREDIS_TEST
   Catch2::Catch2WithMain)
 statepact_test_target(statepact_integration_redis)

@@ -20,6 +20,8 @@
 
 #include <statepact/errors.hpp>
 
+#include "server_errors.hpp"
+
 namespace statepact::detail {
 
 // One hiredis context and the descriptor Asio watches for it. While hiredis owns the context, the
@@ -38,6 +40,13 @@ struct RedisConnection::Link : std::enable_shared_from_this<Link> {
   bool in_write = false;      // inside redisAsyncHandleWrite: a partial write waits for the reactor
   bool in_start = false;      // inside redisAsyncCommandArgv from start(), which writes after it
   std::string error;
+  // Setup (AUTH, SELECT, CLIENT SETNAME, the eviction check) runs before any user command is sent:
+  // until every setup reply is in and good, requests wait here, so a failed step never lets one
+  // run on the wrong database or against a server that may evict.
+  bool ready = false;
+  int setup_pending = 0;
+  std::exception_ptr setup_error;
+  std::deque<std::shared_ptr<Request>> waiting;
 };
 
 struct RedisConnection::Request {
@@ -50,6 +59,12 @@ struct RedisConnection::Request {
   bool finished = false;
   bool armed = false;   // the deadline runs from the first send, across a resend
   bool resent = false;  // a read is sent at most twice
+  bool sent = false;    // handed to hiredis on a link (else: waiting for its setup)
+};
+
+struct RedisConnection::SetupStep {
+  std::shared_ptr<Link> link;
+  int step;
 };
 
 namespace {
@@ -117,16 +132,74 @@ std::exception_ptr unavailable(const std::string& what) {
   return std::make_exception_ptr(BackendUnavailableError("redis: " + what));
 }
 
+enum SetupKind { setup_auth, setup_select, setup_setname, setup_eviction };
+
+// A refused setup step. A server busy for now (LOADING, ...) is retryable; anything else is
+// configuration the caller must fix, and the connection must not carry commands without it (a
+// failed SELECT would leave them on database 0). The password is never part of the message.
+std::exception_ptr setup_failure(int step, const std::string& reply, const RedisUrl& url) {
+  const char* what = step == setup_auth      ? "AUTH"
+                     : step == setup_select  ? "SELECT"
+                     : step == setup_setname ? "CLIENT SETNAME"
+                                             : "INFO memory";
+  if (redis_busy_for_now(redis_error_code(reply)))
+    return redis_server_error(fmt::format("{} (connection setup)", what), reply);
+  std::string fix;
+  switch (step) {
+    case setup_auth:
+      fix = "check the user name and password in the URL (and that the server has them)";
+      break;
+    case setup_select:
+      fix = fmt::format(
+          "the server has no database {} (its 'databases' setting), or the user may not select "
+          "it: name an existing database in the URL",
+          url.db);
+      break;
+    case setup_setname:
+      fix =
+          "the client name (RedisOptions::client_name) was refused: choose another, or allow "
+          "CLIENT SETNAME to the user";
+      break;
+    default:
+      fix =
+          "allow INFO to the user (the backend reads maxmemory_policy from it), or skip the "
+          "eviction check with RedisOptions::allow_eviction_unsafe(true), at your own risk";
+  }
+  return std::make_exception_ptr(InvalidArgumentError(fmt::format(
+      "redis: {} failed while setting up the connection: {}; fix: {}", what, reply, fix)));
+}
+
+// The eviction check's verdict on an `INFO memory` reply: null when the policy is noeviction.
+std::exception_ptr eviction_verdict(const std::string& info, const RedisUrl& url) {
+  const std::string field = "maxmemory_policy:";
+  std::string policy;
+  if (auto at = info.find(field); at != std::string::npos) {
+    const auto begin = at + field.size();
+    policy = info.substr(begin, info.find_first_of("\r\n", begin) - begin);
+  }
+  if (policy == "noeviction") return nullptr;
+  const std::string where =
+      url.unix_path.empty() ? fmt::format("{}:{}", url.host, url.port) : url.unix_path;
+  return std::make_exception_ptr(InvalidArgumentError(fmt::format(
+      "redis server {} has maxmemory-policy '{}': a server that may evict keys can drop a fence "
+      "counter, a resource's version or an idempotency record, which re-issues tokens and "
+      "repeats versions. Fix: CONFIG SET maxmemory-policy noeviction (and set it in redis.conf); "
+      "RedisOptions::allow_eviction_unsafe(true) skips this check, at the cost of that safety",
+      where, policy.empty() ? "unknown" : policy)));
+}
+
 }  // namespace
 
 RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
                                  std::chrono::milliseconds command_timeout,
-                                 std::chrono::milliseconds connect_timeout, std::string client_name)
+                                 std::chrono::milliseconds connect_timeout, std::string client_name,
+                                 bool refuse_eviction)
     : strand_(asio::make_strand(std::move(ex))),
       url_(std::move(url)),
       command_timeout_(command_timeout),
       connect_timeout_(connect_timeout),
       client_name_(std::move(client_name)),
+      refuse_eviction_(refuse_eviction),
       deadline_timer_(strand_) {}
 
 RedisConnection::~RedisConnection() = default;
@@ -173,6 +246,23 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
   if (closing_) return complete(*req, unavailable("the backend is shutting down"), {});
   if (!link_) open();
   if (!link_) return complete(*req, unavailable("cannot connect: " + open_error_), {});
+  const bool idle = drop_answered();
+  if (!req->armed) {
+    req->armed = true;
+    req->deadline = std::chrono::steady_clock::now() + command_timeout_;
+  }
+  if (!link_->ready) {
+    // Sent once the link's setup succeeded (or failed with it); its deadline runs meanwhile.
+    req->link = link_;
+    req->sent = false;
+    link_->waiting.push_back(req);
+    watch(req);
+    return;
+  }
+  send(req, idle);
+}
+
+void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   argv.reserve(req->args->size());
@@ -181,7 +271,6 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  const bool idle = drop_answered();
   auto link = link_;
   auto* holder = new std::shared_ptr<Request>(req);
   link->in_start = true;
@@ -192,14 +281,12 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
     delete holder;
     return complete(*req, unavailable("the connection is closing"), {});
   }
+  const bool watched = req->link == link && !req->sent;  // it waited for this link's setup
   req->link = link;
+  req->sent = true;
   // hiredis copied the command; only a read keeps it, for a resend.
   if (req->kind != CommandKind::read) req->args.reset();
-  if (!req->armed) {
-    req->armed = true;
-    req->deadline = std::chrono::steady_clock::now() + command_timeout_;
-  }
-  watch(req);
+  if (!watched) watch(req);
   if (!link->alive || !link->connected || !link->writing || link->write_armed) return;
   // An idle connection writes now (the lowest latency); a busy one lets the commands of this turn
   // share one write.
@@ -284,28 +371,76 @@ void RedisConnection::open() {
     link->error = "connect timed out";
     redisAsyncFree(link->ac);
   });
-  // Queued before any user command, so they run first on this connection.
+  // Queued before any user command; user commands wait until all of them answered.
   if (!url_.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!url_.user.empty()) auth.push_back(url_.user);
     auth.push_back(url_.password);
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : auth) argv.push_back(a.data()), lens.push_back(a.size());
-    redisAsyncCommandArgv(ac, nullptr, nullptr, static_cast<int>(argv.size()), argv.data(),
-                          lens.data());
+    queue_setup(link, auth, setup_auth);
   }
-  if (url_.db != 0) {
-    std::string db = std::to_string(url_.db);
-    const char* argv[] = {"SELECT", db.c_str()};
-    const std::size_t lens[] = {6, db.size()};
-    redisAsyncCommandArgv(ac, nullptr, nullptr, 2, argv, lens);
+  if (url_.db != 0) queue_setup(link, {"SELECT", std::to_string(url_.db)}, setup_select);
+  if (!client_name_.empty()) queue_setup(link, {"CLIENT", "SETNAME", client_name_}, setup_setname);
+  // INFO, not CONFIG GET: it works where CONFIG is renamed or refused.
+  if (refuse_eviction_) queue_setup(link, {"INFO", "memory"}, setup_eviction);
+  link->ready = link->setup_pending == 0;
+}
+
+void RedisConnection::queue_setup(const std::shared_ptr<Link>& link,
+                                  const std::vector<std::string>& args, int step) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) argv.push_back(a.data()), lens.push_back(a.size());
+  auto* holder = new SetupStep{link, step};
+  if (redisAsyncCommandArgv(link->ac, &RedisConnection::on_setup_reply, holder,
+                            static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
+    delete holder;
+    link->setup_error = unavailable("the connection is closing");
   }
-  if (!client_name_.empty()) {
-    const char* argv[] = {"CLIENT", "SETNAME", client_name_.c_str()};
-    const std::size_t lens[] = {6, 7, client_name_.size()};
-    redisAsyncCommandArgv(ac, nullptr, nullptr, 3, argv, lens);
+  ++link->setup_pending;  // a step that could not be queued fails the link at its cleanup
+}
+
+void RedisConnection::on_setup_reply(redisAsyncContext* ac, void* reply, void* privdata) {
+  std::unique_ptr<SetupStep> step(static_cast<SetupStep*>(privdata));
+  auto link = step->link;
+  if (!reply || !link->alive) return;  // the link is going: its cleanup fails the waiting ones
+  const RedisReply r = convert(static_cast<redisReply*>(reply));
+  auto owner = link->owner;
+  if (!link->setup_error) {
+    if (r.is_error()) {
+      link->setup_error = setup_failure(step->step, r.str, owner->url_);
+    } else if (step->step == setup_eviction) {
+      link->setup_error = eviction_verdict(r.str, owner->url_);
+    }
   }
+  if (--link->setup_pending > 0) return;
+  if (link->setup_error) {
+    // Nothing of the waiting requests was sent. hiredis frees the context after this callback.
+    fail_waiting(*link, link->setup_error);
+    link->error = "connection setup failed";
+    redisAsyncFree(ac);
+    return;
+  }
+  link->ready = true;
+  // Sent from the strand, not from inside hiredis's read callback.
+  asio::post(owner->strand_, [owner, link] {
+    auto waiting = std::move(link->waiting);
+    link->waiting.clear();
+    for (auto& req : waiting) {
+      if (req->finished) continue;
+      if (owner->link_ != link) {  // the link died meanwhile: start over
+        req->link.reset();
+        owner->start(req);
+        continue;
+      }
+      owner->send(req, false);
+    }
+  });
+}
+
+void RedisConnection::fail_waiting(Link& link, const std::exception_ptr& error) {
+  auto waiting = std::move(link.waiting);
+  link.waiting.clear();
+  for (auto& req : waiting) complete(*req, error, {});
 }
 
 void RedisConnection::complete(Request& req, std::exception_ptr error, RedisReply reply) {
@@ -320,6 +455,7 @@ void RedisConnection::complete(Request& req, std::exception_ptr error, RedisRepl
 std::exception_ptr RedisConnection::lost_error(const Request& req, const Link& link) {
   const std::string why = link.error.empty() ? "connection closed" : link.error;
   if (!link.connected) return unavailable("could not connect: " + why);
+  if (!req.sent) return unavailable("connection lost before the command was sent: " + why);
   if (is_commit(req.kind))
     return std::make_exception_ptr(CommitUnknownError(
         "redis: connection lost after the commit was sent (" + why + "); it may have been applied",
@@ -347,7 +483,7 @@ void RedisConnection::on_timeout(const std::shared_ptr<Request>& req) {
   auto link = req->link;
   const auto ms = req->owner->command_timeout_.count();
   std::exception_ptr error;
-  if (is_commit(req->kind) && link->connected)
+  if (is_commit(req->kind) && link->connected && req->sent)
     error = std::make_exception_ptr(CommitUnknownError(
         fmt::format("redis: no reply to the commit within {} ms; it may have been applied", ms),
         req->kind == CommandKind::commit_idempotent));
@@ -420,6 +556,31 @@ void RedisConnection::ev_cleanup(void* data) {
   link->ac = nullptr;
   link->reading = link->writing = false;
   link->connect_timer.cancel();
+  if (!link->waiting.empty()) {
+    const std::string why = link->error.empty() ? "connection closed" : link->error;
+    auto owner_ = link->owner;
+    // Nothing of the waiting requests was sent: after a loss during setup (not a refusal), each
+    // starts over once on a fresh connection, whatever its kind.
+    if (!link->setup_error && link->connected && owner_ && !owner_->closing_) {
+      auto waiting = std::move(link->waiting);
+      link->waiting.clear();
+      for (auto& req : waiting) {
+        if (req->finished) continue;
+        if (req->resent) {
+          complete(*req, unavailable("connection lost during its setup: " + why), {});
+          continue;
+        }
+        req->resent = true;
+        asio::post(owner_->strand_, [owner_, req] {
+          if (!req->finished) owner_->start(req);
+        });
+      }
+    } else {
+      fail_waiting(*link, link->setup_error
+                              ? link->setup_error
+                              : unavailable("connection lost during its setup: " + why));
+    }
+  }
   // hiredis closes the descriptor itself.
   link->sd.release();
   auto owner = link->owner;

@@ -27,8 +27,11 @@ enum class CommandKind { plain, read, commit, commit_idempotent };
 
 class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
+  // refuse_eviction: every new connection first reads maxmemory_policy (INFO memory) and refuses
+  // to carry any command unless it is noeviction.
   RedisConnection(asio::any_io_executor ex, RedisUrl url, std::chrono::milliseconds command_timeout,
-                  std::chrono::milliseconds connect_timeout, std::string client_name);
+                  std::chrono::milliseconds connect_timeout, std::string client_name,
+                  bool refuse_eviction);
   ~RedisConnection();
 
   // Sends one command. Error replies are returned, not thrown; a lost connection or a missed
@@ -51,9 +54,16 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  private:
   struct Link;
   struct Request;
+  struct SetupStep;
 
   void start(const std::shared_ptr<Request>& req);
+  void send(const std::shared_ptr<Request>& req, bool idle);
   void open();
+  void queue_setup(const std::shared_ptr<Link>& link, const std::vector<std::string>& args,
+                   int step);
+  static void on_setup_reply(::redisAsyncContext* ac, void* reply, void* privdata);
+  // Fails the requests that waited for a link's setup (nothing of theirs was sent).
+  static void fail_waiting(Link& link, const std::exception_ptr& error);
   static void complete(Request& req, std::exception_ptr error, RedisReply reply);
   static std::exception_ptr lost_error(const Request& req, const Link& link);
   static bool resend(const std::shared_ptr<Request>& req);
@@ -82,6 +92,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   RedisUrl url_;
   std::chrono::milliseconds command_timeout_, connect_timeout_;
   std::string client_name_;  // empty: no CLIENT SETNAME
+  bool refuse_eviction_;
   // Only touched on the strand.
   std::shared_ptr<Link> link_;
   // Requests sent and not yet answered, oldest first (a resent read goes to the back). One timer

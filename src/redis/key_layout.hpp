@@ -3,12 +3,19 @@
 // it holds ('{', '}', ':', spaces, unicode). The encoded resource is the hash tag: every key of a
 // resource (lease, fence, version, state, locks) lives in the same cluster slot.
 //
-//   <prefix>:lease:{<hex resource>}              hash  owner, token, exp (server ms), ttl (ms)
+//   <prefix>:lease:{<hex resource>}              hash  owner, token, exp (server ms), ttl (ms);
+//                                                      a released one keeps its token
 //   <prefix>:fence:{<hex resource>}              int   highest token ever issued; never deleted
+//   (the high-water mark is the larger of the two tokens: either key alone keeps it)
 //   <prefix>:version:{<hex resource>}            int   commits that wrote it; exists = registered
 //   <prefix>:state:{<hex resource>}              hash  key -> "<version> <json>" or "<version>"
+//   <prefix>:policy:{<hex resource>}             hash  fence_required -> '1' | '0'; absent: the
+//                                                      default policy (a resource registered
+//                                                      before policies existed)
 //   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
-//   <prefix>:wait:{<lock owner>}                 str   the lock key its owner is waiting for
+//   <prefix>:waits                               hash  lock owner -> "<exp ms> <holder> ...": whom
+//                                                      a waiting owner waits for (one slot of its
+//                                                      own; the lock script never touches it)
 //   <prefix>:idem:{<hex resource>}:<hex key>     hash  fp, result (JSON); expires by retention
 //
 // An idempotency record lives in the slot of the commit's first resource, so a single-resource
@@ -37,17 +44,18 @@ class KeyLayout {
   std::string fence(const std::string& resource) const { return of("fence", resource); }
   std::string version(const std::string& resource) const { return of("version", resource); }
   std::string state(const std::string& resource) const { return of("state", resource); }
+  std::string policy(const std::string& resource) const { return of("policy", resource); }
   std::string lock(const std::string& resource, const std::string& key) const {
     return of("lock", resource, key);
   }
-  // Lock owners are "<instance hex>:<session number>": safe in a tag as they are.
-  std::string wait(const std::string& lock_owner) const { return wait_prefix() + lock_owner + "}"; }
-  std::string wait_prefix() const { return prefix_ + ":wait:{"; }
+  // The wait-for graph of every lock owner ("<instance hex>:<session number>"): one key, so the
+  // deadlock walk names everything it reads.
+  std::string waits() const { return prefix_ + ":waits"; }
   std::string idempotency(const std::string& resource, const std::string& key) const {
     return of("idem", resource, key);
   }
-  // Passed where a commit has no idempotency record (or no lock wait to clear): in the resource's
-  // slot, never read or written (a real record has a ":<hex key>" suffix).
+  // Passed where a commit has no idempotency record: in the resource's slot, never read or written
+  // (a real record has a ":<hex key>" suffix).
   std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }
 
  private:

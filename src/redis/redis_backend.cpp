@@ -1,9 +1,10 @@
 // RedisBackend's operations: validation first (the same checks as every backend), then one script
 // call, then the script's structured answer turned into the library's errors.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <random>
-#include <stdexcept>
+#include <string_view>
 
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -22,8 +23,32 @@ namespace {
 using detail::RedisReply;
 using detail::Script;
 
+// A reply the scripts never give (a different server, a script of another version under the same
+// SHA): a statepact::Error, not retryable, never a parsing library's exception.
 [[noreturn]] void malformed(const char* what) {
-  throw std::runtime_error(std::string("redis: unexpected reply to ") + what);
+  throw Error(ErrorCode::backend_unavailable, std::string("redis: unexpected reply to ") + what);
+}
+
+std::uint64_t parse_u64(std::string_view text, const char* what) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) malformed(what);
+  return v;
+}
+
+Value parse_json(const std::string& text, const char* what) {
+  try {
+    return Value::parse(text);
+  } catch (const std::exception&) {
+    malformed(what);
+  }
+}
+
+// The script's 1-based index into a list the request sent.
+template <class T>
+const T& nth(const std::vector<T>& items, std::uint64_t i, const char* what) {
+  if (i == 0 || i > items.size()) malformed(what);
+  return items[i - 1];
 }
 
 const RedisReply& at(const RedisReply& r, std::size_t i, const char* what) {
@@ -38,7 +63,7 @@ const std::string& str_at(const RedisReply& r, std::size_t i, const char* what) 
 }
 
 std::uint64_t num_at(const RedisReply& r, std::size_t i, const char* what) {
-  return std::stoull(str_at(r, i, what));
+  return parse_u64(str_at(r, i, what), what);
 }
 
 time_point from_ms(std::uint64_t ms) {
@@ -51,8 +76,8 @@ Entry decode_entry(const RedisReply& v) {
   if (v.type != RedisReply::Type::string) malformed("a state entry");
   const auto space = v.str.find(' ');
   Entry e;
-  e.version = std::stoull(v.str.substr(0, space));
-  if (space != std::string::npos) e.value = Value::parse(v.str.substr(space + 1));
+  e.version = parse_u64(std::string_view(v.str).substr(0, space), "a state entry");
+  if (space != std::string::npos) e.value = parse_json(v.str.substr(space + 1), "a state entry");
   return e;
 }
 
@@ -67,6 +92,24 @@ Lease lease_from(const std::string& resource, const std::string& owner, const Re
   return l;
 }
 
+// A field of an INFO reply ("name:value" lines); empty when absent.
+std::string info_field(const RedisReply& info, const std::string& name) {
+  if (info.type != RedisReply::Type::string) return {};
+  const std::string key = name + ":";
+  for (std::size_t at = info.str.find(key); at != std::string::npos;
+       at = info.str.find(key, at + 1)) {
+    if (at != 0 && info.str[at - 1] != '\n') continue;
+    const auto begin = at + key.size();
+    return info.str.substr(begin, info.str.find_first_of("\r\n", begin) - begin);
+  }
+  return {};
+}
+
+RedisServerSetting setting(std::string name, std::string value, bool ok, std::string advice) {
+  if (value.empty()) value = "unknown";
+  return RedisServerSetting{std::move(name), std::move(value), ok, ok ? std::string() : advice};
+}
+
 const char* mode_name(LockMode m) {
   return m == LockMode::shared ? "shared" : "exclusive";
 }
@@ -78,6 +121,67 @@ RedisBackend::RedisBackend(asio::any_io_executor ex, std::string url, RedisOptio
 
 RedisBackend::~RedisBackend() {
   impl_->close();
+}
+
+asio::awaitable<RedisServerCheck> RedisBackend::check_server() {
+  auto conn = impl_->unchecked_connection();
+  std::vector<std::string> info_memory = {"INFO", "memory"};
+  std::vector<std::string> info_persistence = {"INFO", "persistence"};
+  std::vector<std::string> info_replication = {"INFO", "replication"};
+  std::vector<std::string> config_fsync = {"CONFIG", "GET", "appendfsync"};
+  std::exception_ptr failure;
+  RedisReply memory, persistence, replication, fsync;
+  try {
+    memory = co_await conn->call(std::move(info_memory), detail::CommandKind::read);
+    persistence = co_await conn->call(std::move(info_persistence), detail::CommandKind::read);
+    replication = co_await conn->call(std::move(info_replication), detail::CommandKind::read);
+    // An error reply here (CONFIG renamed, or refused by an ACL) leaves the value unknown.
+    fsync = co_await conn->call(std::move(config_fsync), detail::CommandKind::read);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  conn->close();
+  if (failure) std::rethrow_exception(failure);
+
+  RedisServerCheck check;
+  const std::string policy = info_field(memory, "maxmemory_policy");
+  check.settings.push_back(setting(
+      "maxmemory-policy", policy, policy == "noeviction",
+      "CONFIG SET maxmemory-policy noeviction: a server that may evict keys can drop a fence "
+      "counter (tokens issued twice), a version (lost updates) or an idempotency record"));
+  const std::string aof = info_field(persistence, "aof_enabled");
+  check.settings.push_back(
+      setting("appendonly",
+              aof == "1"   ? "yes"
+              : aof == "0" ? "no"
+                           : aof,
+              aof == "1",
+              "CONFIG SET appendonly yes: without the append-only file a restart loses the fence "
+              "counters written since the last snapshot (or all of them) and re-issues tokens"));
+  std::string fsync_value;
+  if (fsync.type == RedisReply::Type::array && fsync.elements.size() == 2)
+    fsync_value = fsync.elements[1].str;
+  check.settings.push_back(setting(
+      "appendfsync", fsync_value, fsync_value == "always",
+      fsync_value.empty()
+          ? "could not be read (CONFIG renamed or refused): make sure it is 'always'; 'everysec' "
+            "can lose the last second of fence counter increments in a crash and re-issue tokens"
+          : "CONFIG SET appendfsync always: 'everysec' can lose the last second of fence counter "
+            "increments in a crash and re-issue tokens"));
+  const std::string role = info_field(replication, "role");
+  const std::string replicas = info_field(replication, "connected_slaves");
+  check.settings.push_back(setting(
+      "replication",
+      role.empty() ? std::string()
+                   : role + ", " + (replicas.empty() ? "0" : replicas) + " replicas",
+      role == "master" && (replicas.empty() || replicas == "0"),
+      role == "master"
+          ? "replication is asynchronous: after a failover the promoted replica may lack the "
+            "latest tokens and writes and re-issue tokens; fail over only with the old primary "
+            "fenced off and fully caught up, or use a single server"
+          : "this server is a replica: writes fail with READONLY; point the backend at the "
+            "primary"));
+  co_return check;
 }
 
 // ---- leases and fencing ---------------------------------------------------------------------
@@ -125,25 +229,56 @@ asio::awaitable<bool> RedisBackend::release_lease(Lease lease) {
 asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
   detail::validate_name("resource name", resource);
   auto impl = impl_;
-  std::vector<std::string> cmd = {"GET", impl->keys.fence(resource)};
-  RedisReply r = co_await impl->command(std::move(cmd), detail::CommandKind::read);
-  if (r.is_error()) throw std::runtime_error("redis: GET failed: " + r.str);
-  co_return r.is_nil() ? 0 : std::stoull(r.str);
+  std::vector<std::string> keys = {impl->keys.fence(resource), impl->keys.lease(resource)};
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::fence, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
+  if (r.type != RedisReply::Type::string) malformed("current_fence");
+  co_return parse_u64(r.str, "current_fence");
 }
 
 // ---- state ----------------------------------------------------------------------------------
 
-asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value initial_state) {
+asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value initial_state,
+                                                      ResourcePolicy policy) {
   detail::validate_initial_state(name, initial_state);
   auto impl = impl_;
-  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.state(name)};
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.state(name),
+                                   impl->keys.policy(name)};
   std::vector<std::string> args;
+  args.reserve(1 + 2 * initial_state.size());
+  args.push_back(policy.fence_required ? "1" : "0");
   for (const auto& [key, value] : initial_state.items()) {
     args.push_back(key);
     args.push_back("0 " + value.dump());
   }
   RedisReply r = co_await impl->eval(Script::register_resource, std::move(keys), std::move(args));
   co_return r.type == RedisReply::Type::integer&& r.integer == 1;
+}
+
+asio::awaitable<void> RedisBackend::set_resource_policy(std::string name, ResourcePolicy policy) {
+  detail::validate_name("resource name", name);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.policy(name)};
+  std::vector<std::string> args = {policy.fence_required ? "1" : "0"};
+  RedisReply r = co_await impl->eval(Script::set_policy, std::move(keys), std::move(args));
+  if (r.type != RedisReply::Type::integer) malformed("set_resource_policy");
+  if (r.integer == 0) throw ResourceNotFoundError(name);
+}
+
+asio::awaitable<ResourcePolicy> RedisBackend::resource_policy(std::string name) {
+  detail::validate_name("resource name", name);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.version(name), impl->keys.policy(name)};
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::get_policy, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
+  if (str_at(r, 0, "resource_policy") == "notfound") throw ResourceNotFoundError(name);
+  ResourcePolicy policy;
+  const auto& field = at(r, 1, "resource_policy");
+  // Absent: registered before policies were stored, which is the default policy.
+  policy.fence_required = !field.is_nil() && field.str == "1";
+  co_return policy;
 }
 
 asio::awaitable<Entry> RedisBackend::read(std::string resource, std::string key) {
@@ -171,7 +306,7 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
   RedisReply r = co_await impl->eval(Script::snapshot, std::move(keys), std::move(args),
                                      detail::CommandKind::read);
   if (str_at(r, 0, "snapshot") == "notfound")
-    throw ResourceNotFoundError(resources.at(num_at(r, 1, "snapshot") - 1));
+    throw ResourceNotFoundError(nth(resources, num_at(r, 1, "snapshot"), "snapshot"));
   std::vector<ResourceSnapshot> out;
   out.reserve(resources.size());
   for (std::size_t i = 0; i < resources.size(); ++i) {
@@ -198,7 +333,9 @@ asio::awaitable<SessionId> RedisBackend::begin_session(std::vector<std::string> 
     RedisReply r = co_await impl->eval(Script::exists, std::move(keys), std::move(args),
                                        detail::CommandKind::read);
     if (r.type != RedisReply::Type::integer) malformed("begin_session");
-    if (r.integer != 0) throw ResourceNotFoundError(resources.at(r.integer - 1));
+    if (r.integer != 0)
+      throw ResourceNotFoundError(
+          nth(resources, static_cast<std::uint64_t>(r.integer), "begin_session"));
   }
   co_return impl->next_session();
 }
@@ -218,25 +355,39 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   std::minstd_rand rng(static_cast<unsigned>(session * 2654435761u) ^
                        static_cast<unsigned>(std::random_device()()));
   milliseconds backoff(2);
+  bool waited = false;  // its record is in the wait-for graph
   std::exception_ptr failure;
   try {
     for (;;) {
       std::vector<std::string> keys = {lock_key, impl->keys.version(resource),
-                                       impl->keys.state(resource), impl->keys.wait(owner)};
-      std::vector<std::string> args = {owner,
-                                       mode == LockMode::shared ? "S" : "X",
+                                       impl->keys.state(resource)};
+      std::vector<std::string> args = {owner, mode == LockMode::shared ? "S" : "X",
                                        std::to_string(impl->options.lock_record_ttl().count()),
-                                       key,
-                                       impl->keys.wait_prefix(),
-                                       std::to_string(wait_ttl.count())};
+                                       key};
       RedisReply r = co_await impl->eval(Script::lock, std::move(keys), std::move(args));
       const std::string& tag = str_at(r, 0, "lock");
-      if (tag == "ok") co_return decode_entry(at(r, 1, "lock"));
+      if (tag == "ok") {
+        if (waited) {
+          std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
+          impl->fire_command(std::move(clear));
+        }
+        co_return decode_entry(at(r, 1, "lock"));
+      }
       if (tag == "notfound") throw ResourceNotFoundError(resource);
-      if (tag == "deadlock")
+      if (tag != "wait") malformed("lock");
+      // Record whom we wait for and walk the graph: a second script, in the graph's own slot.
+      std::vector<std::string> graph = {impl->keys.waits()};
+      std::vector<std::string> edges = {owner, std::to_string(wait_ttl.count())};
+      for (std::size_t i = 1; i < r.elements.size(); ++i) edges.push_back(str_at(r, i, "lock"));
+      waited = true;
+      RedisReply w = co_await impl->eval(Script::wait, std::move(graph), std::move(edges));
+      if (w.type != RedisReply::Type::string) malformed("wait");
+      if (w.str == "deadlock") {
+        waited = false;  // the script removed the record
         throw DeadlockError(fmt::format(
             "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
             mode_name(mode), resource, key));
+      }
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline)
         throw LockTimeoutError(
@@ -253,9 +404,11 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   } catch (...) {
     failure = std::current_exception();
   }
-  // Whatever ended the wait (timeout, deadlock, cancellation), it no longer waits for anything.
-  std::vector<std::string> clear = {"DEL", impl->keys.wait(owner)};
-  impl->fire_command(std::move(clear));
+  // Whatever ended the wait (timeout, cancellation), it no longer waits for anything.
+  if (waited) {
+    std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
+    impl->fire_command(std::move(clear));
+  }
   std::rethrow_exception(failure);
 }
 
@@ -264,10 +417,7 @@ void RedisBackend::end_session(SessionId session) noexcept {
     auto locks = impl_->take_locks(session);
     if (!locks) return;  // never asked for a lock: nothing to release
     const std::string owner = impl_->lock_owner(session);
-    std::vector<std::string> keys;
-    keys.reserve(locks->size() + 1);
-    keys.push_back(impl_->keys.wait(owner));
-    for (auto& k : *locks) keys.push_back(std::move(k));
+    std::vector<std::string> keys = std::move(*locks);
     std::vector<std::string> args = {owner};
     impl_->fire(Script::unlock, std::move(keys), std::move(args));
   } catch (...) {
@@ -275,9 +425,7 @@ void RedisBackend::end_session(SessionId session) noexcept {
 }
 
 asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
-  detail::validate_name("agent id", req.agent_id);
-  if (req.idempotency_key) detail::validate_name("idempotency key", *req.idempotency_key);
-  for (const auto& w : req.writes) detail::validate_name("key", w.key);
+  detail::validate_commit(req);
   auto impl = impl_;
 
   // Every resource that must exist, once each, in a fixed order the script refers to by index
@@ -293,28 +441,43 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   for (const auto& r : req.resources) add(r);
   for (const auto& w : req.writes) add(w.resource);
   for (const auto& c : req.checks) add(c.resource);
+  // Written resources without a fence of their own, in name order (the first refused is reported):
+  // the script refuses the write if the resource's policy requires a fence.
+  std::vector<std::size_t> unfenced;
+  for (const auto& w : req.writes) {
+    const std::size_t i = add(w.resource);
+    const bool fenced = std::any_of(req.fences.begin(), req.fences.end(),
+                                    [&](const FenceCheck& f) { return f.resource == w.resource; });
+    if (!fenced && std::find(unfenced.begin(), unfenced.end(), i) == unfenced.end())
+      unfenced.push_back(i);
+  }
+  std::sort(unfenced.begin(), unfenced.end(),
+            [&](std::size_t a, std::size_t b) { return res[a - 1] < res[b - 1]; });
   const auto locks = impl->locks_of(req.session);
   // Only a session holding locks needs its lock owner name (to release them).
   const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
 
   std::vector<std::string> keys;
-  keys.reserve(2 + 2 * res.size() + req.fences.size() + locks.size());
-  // The record and the placeholders go to the slot of the first resource in name order (whatever
-  // order the request lists them in, so a retry finds the record); only a pessimistic commit (it
-  // holds locks) names its wait record, in the owner's slot.
+  keys.reserve(1 + 2 * res.size() + 2 * req.fences.size() + unfenced.size() + locks.size());
+  // The record (or its placeholder) goes to the slot of the first resource in name order (whatever
+  // order the request lists them in, so a retry finds the record).
   const std::string slot = res.empty() ? std::string() : *std::min_element(res.begin(), res.end());
   keys.push_back(req.idempotency_key ? impl->keys.idempotency(slot, *req.idempotency_key)
                                      : impl->keys.no_idempotency(slot));
-  keys.push_back(locks.empty() ? impl->keys.no_idempotency(slot) : impl->keys.wait(owner));
   for (const auto& r : res) {
     keys.push_back(impl->keys.version(r));
     keys.push_back(impl->keys.state(r));
   }
-  for (const auto& f : req.fences) keys.push_back(impl->keys.fence(f.resource));
+  for (const auto& f : req.fences) {
+    keys.push_back(impl->keys.fence(f.resource));
+    keys.push_back(impl->keys.lease(f.resource));
+  }
+  for (std::size_t i : unfenced) keys.push_back(impl->keys.policy(res[i - 1]));
   for (const auto& l : locks) keys.push_back(l);
 
   std::vector<std::string> args;
-  args.reserve(9 + res.size() + req.fences.size() + 3 * req.checks.size() + 4 * req.writes.size());
+  args.reserve(10 + res.size() + req.fences.size() + unfenced.size() + 3 * req.checks.size() +
+               4 * req.writes.size());
   args.push_back(req.idempotency_key ? "1" : "0");
   args.push_back(req.fingerprint);
   args.push_back(std::to_string(impl->options.idempotency_retention().count()));
@@ -324,8 +487,10 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   args.push_back(std::to_string(req.writes.size()));
   args.push_back(std::to_string(locks.size()));
   args.push_back(owner);
+  args.push_back(std::to_string(unfenced.size()));
   for (const auto& r : res) args.push_back(r);
   for (const auto& f : req.fences) args.push_back(std::to_string(f.token));
+  for (std::size_t i : unfenced) args.push_back(std::to_string(i));
   for (const auto& c : req.checks) {
     args.push_back(std::to_string(add(c.resource)));
     args.push_back(c.key);
@@ -347,8 +512,11 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     CommitResult result;
     result.replayed = str_at(r, 1, "commit") == "1";
     if (result.replayed) {
-      const Value versions = Value::parse(str_at(r, 2, "commit"));
-      for (const auto& [name, v] : versions.items()) result.versions[name] = v.get<Version>();
+      const Value versions = parse_json(str_at(r, 2, "commit"), "commit");
+      for (const auto& [name, v] : versions.items()) {
+        if (!v.is_number_unsigned()) malformed("commit");
+        result.versions[name] = v.get<Version>();
+      }
     } else {
       for (std::size_t i = 3; i < r.elements.size(); i += 2)
         result.versions[str_at(r, i, "commit")] = num_at(r, i + 1, "commit");
@@ -356,13 +524,15 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     co_return result;
   }
   if (tag == "reused") throw IdempotencyKeyReusedError(*req.idempotency_key);
-  if (tag == "notfound") throw ResourceNotFoundError(res.at(num_at(r, 1, "commit") - 1));
+  if (tag == "notfound") throw ResourceNotFoundError(nth(res, num_at(r, 1, "commit"), "commit"));
   if (tag == "stale" || tag == "forged") {
-    const auto& f = req.fences.at(num_at(r, 1, "commit") - 1);
+    const auto& f = nth(req.fences, num_at(r, 1, "commit"), "commit");
     detail::enforce_fence(f.resource, req.agent_id, num_at(r, 2, "commit"), f.token);
   }
+  if (tag == "fence_required")
+    throw FenceRequiredError(nth(res, num_at(r, 1, "commit"), "commit"), req.agent_id);
   if (tag == "conflict") {
-    const auto& c = req.checks.at(num_at(r, 1, "commit") - 1);
+    const auto& c = nth(req.checks, num_at(r, 1, "commit"), "commit");
     throw ConflictError(c.resource, c.key, c.expected_version, num_at(r, 2, "commit"));
   }
   malformed("commit");

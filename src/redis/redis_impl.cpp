@@ -1,11 +1,11 @@
 #include "redis_impl.hpp"
 
 #include <random>
-#include <stdexcept>
 
 #include <asio/co_spawn.hpp>
 
 #include "scripts.hpp"
+#include "server_errors.hpp"
 
 namespace statepact::detail {
 
@@ -19,8 +19,14 @@ const char* source_of(Script s) {
       return scripts::renew;
     case Script::release:
       return scripts::release;
+    case Script::fence:
+      return scripts::fence;
     case Script::register_resource:
       return scripts::register_resource;
+    case Script::set_policy:
+      return scripts::set_policy;
+    case Script::get_policy:
+      return scripts::get_policy;
     case Script::read:
       return scripts::read;
     case Script::snapshot:
@@ -29,6 +35,8 @@ const char* source_of(Script s) {
       return scripts::exists;
     case Script::lock:
       return scripts::lock;
+    case Script::wait:
+      return scripts::wait;
     case Script::unlock:
       return scripts::unlock;
     case Script::commit:
@@ -36,7 +44,43 @@ const char* source_of(Script s) {
     case Script::count:
       break;
   }
-  throw std::logic_error("unknown script");
+  throw Error(ErrorCode::invalid_argument, "redis: unknown script");
+}
+
+const char* name_of(Script s) {
+  switch (s) {
+    case Script::acquire:
+      return "the acquire script";
+    case Script::renew:
+      return "the renew script";
+    case Script::release:
+      return "the release script";
+    case Script::fence:
+      return "the fence script";
+    case Script::register_resource:
+      return "the register script";
+    case Script::set_policy:
+      return "the set-policy script";
+    case Script::get_policy:
+      return "the policy script";
+    case Script::read:
+      return "the read script";
+    case Script::snapshot:
+      return "the snapshot script";
+    case Script::exists:
+      return "the begin-session script";
+    case Script::lock:
+      return "the lock script";
+    case Script::wait:
+      return "the wait script";
+    case Script::unlock:
+      return "the unlock script";
+    case Script::commit:
+      return "the commit script";
+    case Script::count:
+      break;
+  }
+  return "a script";
 }
 
 // Distinguishes this backend's lock records from other processes' and other instances'.
@@ -61,9 +105,11 @@ asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl,
 RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOptions opts)
     : options(std::move(opts)),
       keys(options.key_prefix()),
-      conn_(std::make_shared<RedisConnection>(std::move(ex), parse_redis_url(url),
-                                              options.command_timeout(), options.connect_timeout(),
-                                              options.client_name())),
+      ex_(std::move(ex)),
+      url_(parse_redis_url(url)),
+      conn_(std::make_shared<RedisConnection>(ex_, url_, options.command_timeout(),
+                                              options.connect_timeout(), options.client_name(),
+                                              !options.allow_eviction_unsafe())),
       instance_(random_instance_id()) {}
 
 asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, CommandKind kind) {
@@ -76,8 +122,9 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
   if (sha.empty()) {
     std::vector<std::string> load = {"SCRIPT", "LOAD", source_of(script)};
     RedisReply loaded = co_await conn_->call(std::move(load), CommandKind::read);
+    if (loaded.is_error()) throw_redis_server_error("SCRIPT LOAD", loaded.str);
     if (loaded.type != RedisReply::Type::string)
-      throw std::runtime_error("redis: SCRIPT LOAD failed: " + loaded.str);
+      throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to SCRIPT LOAD");
     sha = loaded.str;
     remember_sha(script, sha);
   }
@@ -96,7 +143,7 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
     (*cmd)[1] = source_of(script);
     r = co_await conn_->call(cmd, kind);
   }
-  if (r.is_error()) throw std::runtime_error("redis: script failed: " + r.str);
+  if (r.is_error()) throw_redis_server_error(name_of(script), r.str);
   co_return r;
 }
 
@@ -116,6 +163,11 @@ void RedisImpl::fire_command(std::vector<std::string> args) noexcept {
                    [](std::exception_ptr) {});
   } catch (...) {
   }
+}
+
+std::shared_ptr<RedisConnection> RedisImpl::unchecked_connection() const {
+  return std::make_shared<RedisConnection>(ex_, url_, options.command_timeout(),
+                                           options.connect_timeout(), options.client_name(), false);
 }
 
 void RedisImpl::track_lock(SessionId s, const std::string& lock_key) {

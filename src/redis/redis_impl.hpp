@@ -25,11 +25,15 @@ enum class Script {
   acquire,
   renew,
   release,
+  fence,
   register_resource,
+  set_policy,
+  get_policy,
   read,
   snapshot,
   exists,
   lock,
+  wait,
   unlock,
   commit,
   count
@@ -57,6 +61,8 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
   std::optional<std::vector<std::string>> take_locks(SessionId s);
 
   void close() { conn_->close(); }
+  // A connection of its own, without the eviction check (check_server reads a refused server too).
+  std::shared_ptr<RedisConnection> unchecked_connection() const;
 
   const RedisOptions options;
   const KeyLayout keys;
@@ -65,6 +71,8 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
   std::string sha_of(Script s) const;
   void remember_sha(Script s, std::string sha);
 
+  asio::any_io_executor ex_;
+  RedisUrl url_;
   std::shared_ptr<RedisConnection> conn_;
   std::string instance_;
   std::atomic<SessionId> next_session_{0};

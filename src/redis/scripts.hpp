@@ -9,9 +9,20 @@ namespace statepact::detail::scripts {
   "local t = redis.call('TIME')\n" \
   "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
+// The high-water mark is the larger of the fence counter and the token in the lease hash: a fence
+// key that vanished (an operator's DEL, a restore, eviction) must never let a token be issued
+// twice or a stale token pass. A released lease keeps its token in the hash for the same reason.
+#define STATEPACT_REDIS_HIGH_WATER                                        \
+  "local function high_water(fence_key, lease_key)\n"                     \
+  "  local f = tonumber(redis.call('GET', fence_key) or '0')\n"           \
+  "  local l = tonumber(redis.call('HGET', lease_key, 'token') or '0')\n" \
+  "  if l > f then return l end\n"                                        \
+  "  return f\n"                                                          \
+  "end\n"
+
 // KEYS: lease, fence. ARGV: owner, ttl ms.
 // -> {'ok', token, exp} | {'busy', holder, token, exp}
-inline constexpr const char* acquire = STATEPACT_REDIS_NOW R"lua(
+inline constexpr const char* acquire = STATEPACT_REDIS_NOW STATEPACT_REDIS_HIGH_WATER R"lua(
 local ttl = tonumber(ARGV[2])
 local exp = string.format('%.0f', now + ttl)
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
@@ -22,16 +33,17 @@ if cur[1] and tonumber(cur[3]) > now then
   redis.call('HSET', KEYS[1], 'exp', exp, 'ttl', ARGV[2])
   return {'ok', cur[2], exp}
 end
-local token = string.format('%.0f', redis.call('INCR', KEYS[2]))
+local token = string.format('%.0f', high_water(KEYS[2], KEYS[1]) + 1)
+redis.call('SET', KEYS[2], token)
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'exp', exp, 'ttl', ARGV[2])
 return {'ok', token, exp}
 )lua";
 
 // KEYS: lease, fence. ARGV: owner, token, ttl ms.
 // -> {'ok', token, exp} | {'lost', reason, high_water}
-inline constexpr const char* renew = STATEPACT_REDIS_NOW R"lua(
+inline constexpr const char* renew = STATEPACT_REDIS_NOW STATEPACT_REDIS_HIGH_WATER R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
-local hw = tonumber(redis.call('GET', KEYS[2]) or '0')
+local hw = high_water(KEYS[2], KEYS[1])
 local reason = nil
 if not cur[1] or cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   if tonumber(ARGV[2]) < hw then
@@ -51,25 +63,50 @@ return {'ok', cur[2], exp}
 )lua";
 
 // KEYS: lease. ARGV: owner, token. -> 1 released | 0 not the current owner
+// The token stays in the hash (owner gone = free): a second floor under the fence counter.
 inline constexpr const char* release = R"lua(
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token')
 if cur[1] == ARGV[1] and cur[2] == ARGV[2] then
-  redis.call('DEL', KEYS[1])
+  redis.call('HDEL', KEYS[1], 'owner', 'exp', 'ttl')
   return 1
 end
 return 0
 )lua";
 
-// KEYS: version, state. ARGV: key, encoded entry, key, encoded entry, ... -> 1 created | 0
+// KEYS: fence, lease. -> the high-water mark (0: no token was ever issued)
+inline constexpr const char* fence = STATEPACT_REDIS_HIGH_WATER R"lua(
+return string.format('%.0f', high_water(KEYS[1], KEYS[2]))
+)lua";
+
+// KEYS: version, state, policy. ARGV: fence_required ('1'|'0'), then key, encoded entry, ...
+// -> 1 created | 0 exists (left as it is, policy included)
 inline constexpr const char* register_resource = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('SET', KEYS[1], '0')
-for i = 1, #ARGV, 2 do
+redis.call('HSET', KEYS[3], 'fence_required', ARGV[1])
+for i = 2, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
 end
 return 1
+)lua";
+
+// KEYS: version, policy. ARGV: fence_required ('1'|'0'). -> 1 set | 0 not registered
+inline constexpr const char* set_policy = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[2], 'fence_required', ARGV[1])
+return 1
+)lua";
+
+// KEYS: version, policy. -> {'ok', fence_required or nil} | {'notfound'}
+inline constexpr const char* get_policy = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'notfound'}
+end
+return {'ok', redis.call('HGET', KEYS[2], 'fence_required')}
 )lua";
 
 // KEYS: version, state. ARGV: key. -> {'ok', entry or nil} | {'notfound'}
@@ -104,37 +141,30 @@ end
 return 0
 )lua";
 
-// KEYS: lock, version, state, wait key of the requester.
-// ARGV: owner, mode ('S'|'X'), lock ttl ms, key, wait key prefix, wait ttl ms.
-// -> {'ok', entry or nil} | {'wait'} | {'deadlock'} | {'notfound'}
-// A request that must wait records what it waits for, then follows holders -> the lock each of
-// them waits for -> its holders; reaching the requester again means waiting would never end.
+// KEYS: lock, version, state. ARGV: owner, mode ('S'|'X'), lock ttl ms, key.
+// -> {'ok', entry or nil} | {'wait', holder, ...} | {'notfound'}
+// Every key in the resource's slot. A request that must wait gets the holders it waits for; the
+// client then records that in the wait-for graph (the wait script).
 inline constexpr const char* lock = STATEPACT_REDIS_NOW R"lua(
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {'notfound'}
 end
 local me, mode = ARGV[1], ARGV[2]
-local function holders(lock_key, skip, prune)
-  local out, exclusive, mine = {}, false, nil
-  local h = redis.call('HGETALL', lock_key)
-  for i = 1, #h, 2 do
-    local m, e = string.sub(h[i + 1], 1, 1), tonumber(string.sub(h[i + 1], 3))
-    if e <= now then
-      if prune then
-        redis.call('HDEL', lock_key, h[i])
-      end
-    elseif h[i] == skip then
-      mine = m
-    else
-      out[#out + 1] = h[i]
-      if m == 'X' then
-        exclusive = true
-      end
+local others, exclusive, mine = {}, false, nil
+local h = redis.call('HGETALL', KEYS[1])
+for i = 1, #h, 2 do
+  local m, e = string.sub(h[i + 1], 1, 1), tonumber(string.sub(h[i + 1], 3))
+  if e <= now then
+    redis.call('HDEL', KEYS[1], h[i])
+  elseif h[i] == me then
+    mine = m
+  else
+    others[#others + 1] = h[i]
+    if m == 'X' then
+      exclusive = true
     end
   end
-  return out, exclusive, mine
 end
-local others, exclusive, mine = holders(KEYS[1], me, true)
 local grant
 if mine == 'X' then
   grant = true
@@ -143,73 +173,99 @@ elseif mode == 'S' then
 else
   grant = #others == 0
 end
-if grant then
-  local m = mode
-  if mine == 'X' then
-    m = 'X'
+if not grant then
+  local out = {'wait'}
+  for _, x in ipairs(others) do
+    out[#out + 1] = x
   end
-  local ttl = tonumber(ARGV[3])
-  redis.call('HSET', KEYS[1], me, m .. ':' .. string.format('%.0f', now + ttl))
-  if redis.call('PTTL', KEYS[1]) < ttl then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-  end
-  redis.call('DEL', KEYS[4])
-  return {'ok', redis.call('HGET', KEYS[3], ARGV[4])}
+  return out
 end
-redis.call('SET', KEYS[4], KEYS[1], 'PX', ARGV[6])
-local seen, queue, steps = {}, others, 0
+local m = mode
+if mine == 'X' then
+  m = 'X'
+end
+local ttl = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], me, m .. ':' .. string.format('%.0f', now + ttl))
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return {'ok', redis.call('HGET', KEYS[3], ARGV[4])}
+)lua";
+
+// KEYS: the wait-for graph (one hash for every lock owner: owner -> "<exp ms> <holder> ..."), a
+// single key, so the walk reads only what it names. ARGV: owner, wait ttl ms, holders waited for.
+// -> 'wait' | 'deadlock'
+// Records the owner's edges, then follows holders -> the holders they wait for; reaching the owner
+// again means waiting would never end (its record is then removed). Records past their expiry (a
+// crashed waiter's) are skipped and removed.
+inline constexpr const char* wait = STATEPACT_REDIS_NOW R"lua(
+local me = ARGV[1]
+local edges = {string.format('%.0f', now + tonumber(ARGV[2]))}
+for i = 3, #ARGV do
+  edges[#edges + 1] = ARGV[i]
+end
+redis.call('HSET', KEYS[1], me, table.concat(edges, ' '))
+local seen, queue, steps = {}, {}, 0
+for i = 3, #ARGV do
+  queue[#queue + 1] = ARGV[i]
+end
 while #queue > 0 and steps < 1000 do
   local h = table.remove(queue)
   steps = steps + 1
   if h == me then
-    redis.call('DEL', KEYS[4])
-    return {'deadlock'}
+    redis.call('HDEL', KEYS[1], me)
+    return 'deadlock'
   end
   if not seen[h] then
     seen[h] = true
-    local w = redis.call('GET', ARGV[5] .. h .. '}')
-    if w then
-      local hs = holders(w, h, false)
-      for _, x in ipairs(hs) do
-        queue[#queue + 1] = x
+    local rec = redis.call('HGET', KEYS[1], h)
+    if rec then
+      local first = true
+      for word in string.gmatch(rec, '%S+') do
+        if first then
+          first = false
+          if tonumber(word) <= now then
+            redis.call('HDEL', KEYS[1], h)
+            break
+          end
+        else
+          queue[#queue + 1] = word
+        end
       end
     end
   end
 end
-return {'wait'}
+return 'wait'
 )lua";
 
-// KEYS: wait key, then lock keys. ARGV: owner. Releases the owner's locks and its wait record.
+// KEYS: lock keys. ARGV: owner. Releases the owner's locks.
 inline constexpr const char* unlock = R"lua(
-for i = 2, #KEYS do
+for i = 1, #KEYS do
   redis.call('HDEL', KEYS[i], ARGV[1])
 end
-redis.call('DEL', KEYS[1])
 return 1
 )lua";
 
-// KEYS: [1] idempotency record, [2] wait key (cleared only when the session holds locks; else a
-// placeholder in the resource's slot), then version and state per resource, then one fence key
-// per fence, then the session's lock keys.
-// ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4] resources, [5] fences,
-// [6] checks, [7] writes, [8] locks, [9] lock owner; then resource names; fence tokens;
-// (resource index, key, expected version) per check; (resource index, key, 'v'|'t', json) per
-// write. Checks everything before writing anything, in the memory backend's order.
+// KEYS: [1] idempotency record (or a placeholder in the first resource's slot, never touched),
+// then version and state per resource, then one fence key
+// and one lease key per fence, then one policy key per written resource that carries no fence, then
+// the session's lock keys. ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4]
+// resources, [5] fences, [6] checks, [7] writes, [8] locks, [9] lock owner, [10] policy keys; then
+// resource names; fence tokens; resource index per policy key (in resource name order); (resource
+// index, key, expected version) per check; (resource index, key, 'v'|'t', json) per write. Checks
+// everything before writing anything, in the memory backend's order.
 // -> {'ok', '0', '', name, version, ...} (applied: each written resource's new version)
 //    | {'ok', '1', result json} (a replay: the stored result) | {'reused'} | {'notfound', i}
-//    | {'stale'|'forged', j, hw} | {'conflict', k, found}
+//    | {'stale'|'forged', j, hw} | {'fence_required', i} | {'conflict', k, found}
 // The result is JSON-encoded only to be stored with an idempotency key.
-inline constexpr const char* commit = R"lua(
+inline constexpr const char* commit = STATEPACT_REDIS_HIGH_WATER R"lua(
 local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
   tonumber(ARGV[7]), tonumber(ARGV[8])
-local owner = ARGV[9]
+local owner, np = ARGV[9], tonumber(ARGV[10])
 local function release_locks()
-  local base = 2 + 2 * nres + nf
+  local base = 1 + 2 * nres + 2 * nf + np
   for i = 1, nl do
     redis.call('HDEL', KEYS[base + i], owner)
-  end
-  if nl > 0 then
-    redis.call('DEL', KEYS[2])
   end
 end
 if ARGV[1] == '1' then
@@ -223,13 +279,13 @@ if ARGV[1] == '1' then
   end
 end
 for i = 1, nres do
-  if redis.call('EXISTS', KEYS[1 + 2 * i]) == 0 then
+  if redis.call('EXISTS', KEYS[2 * i]) == 0 then
     return {'notfound', tostring(i)}
   end
 end
-local a = 9 + nres
+local a = 10 + nres
 for j = 1, nf do
-  local hw = tonumber(redis.call('GET', KEYS[2 + 2 * nres + j]) or '0')
+  local hw = high_water(KEYS[2 * nres + 2 * j], KEYS[1 + 2 * nres + 2 * j])
   local tok = tonumber(ARGV[a + j])
   if tok < hw then
     return {'stale', tostring(j), string.format('%.0f', hw)}
@@ -239,10 +295,18 @@ for j = 1, nf do
   end
 end
 a = a + nf
+-- A written resource without a fence for it: refused if its policy requires one (a fenced one
+-- passed the fence check above).
+for p = 1, np do
+  if redis.call('HGET', KEYS[1 + 2 * nres + 2 * nf + p], 'fence_required') == '1' then
+    return {'fence_required', ARGV[a + p]}
+  end
+end
+a = a + np
 for k = 1, nc do
   local ri, key, expected = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
   a = a + 3
-  local cur = redis.call('HGET', KEYS[2 + 2 * ri], key)
+  local cur = redis.call('HGET', KEYS[1 + 2 * ri], key)
   local found = 0
   if cur then
     found = tonumber(string.match(cur, '^%d+'))
@@ -257,16 +321,16 @@ for w = 1, nw do
   a = a + 4
   local v = versions[ri]
   if not v then
-    v = string.format('%.0f', redis.call('INCR', KEYS[1 + 2 * ri]))
+    v = string.format('%.0f', redis.call('INCR', KEYS[2 * ri]))
     versions[ri] = v
-    result[ARGV[9 + ri]] = tonumber(v)
-    reply[#reply + 1] = ARGV[9 + ri]
+    result[ARGV[10 + ri]] = tonumber(v)
+    reply[#reply + 1] = ARGV[10 + ri]
     reply[#reply + 1] = v
   end
   if kind == 'v' then
-    redis.call('HSET', KEYS[2 + 2 * ri], key, v .. ' ' .. json)
+    redis.call('HSET', KEYS[1 + 2 * ri], key, v .. ' ' .. json)
   else
-    redis.call('HSET', KEYS[2 + 2 * ri], key, v)
+    redis.call('HSET', KEYS[1 + 2 * ri], key, v)
   end
 end
 if ARGV[1] == '1' then
@@ -278,5 +342,6 @@ return reply
 )lua";
 
 #undef STATEPACT_REDIS_NOW
+#undef STATEPACT_REDIS_HIGH_WATER
 
 }  // namespace statepact::detail::scripts

@@ -18,68 +18,11 @@
 
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
+#include "redis_admin.hpp"
 
 namespace sp = statepact;
 
 namespace {
-
-class PrivateRedis {
- public:
-  PrivateRedis()
-      : port_(57000 + static_cast<int>(getpid() % 1000)),
-        dir_(std::filesystem::temp_directory_path() /
-             fmt::format("statepact-redis-persist-{}", getpid())) {
-    std::filesystem::create_directories(dir_);
-    start();
-  }
-  ~PrivateRedis() {
-    stop();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  std::string url() const { return fmt::format("redis://127.0.0.1:{}/0", port_); }
-
-  void start() {
-    const auto d = dir_.string();
-    const auto cmd = fmt::format(
-        "redis-server --port {} --bind 127.0.0.1 --daemonize yes --dir '{}' --appendonly yes "
-        "--appendfsync always --save '' --pidfile '{}/redis.pid' --logfile '{}/redis.log'",
-        port_, d, d, d);
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot start redis-server");
-    for (int i = 0; i < 200 && !ping(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!ping()) throw std::runtime_error("private redis-server does not answer");
-  }
-
-  void stop() {
-    if (redisContext* c = redisConnect("127.0.0.1", port_); c && !c->err) {
-      if (auto* r = redisCommand(c, "SHUTDOWN")) freeReplyObject(r);  // AOF is fsynced first
-      redisFree(c);
-    } else if (c) {
-      redisFree(c);
-    }
-    for (int i = 0; i < 200 && ping(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-
- private:
-  bool ping() const {
-    redisContext* c = redisConnect("127.0.0.1", port_);
-    bool ok = false;
-    if (c && !c->err) {
-      if (auto* r = static_cast<redisReply*>(redisCommand(c, "PING"))) {
-        ok = r->type == REDIS_REPLY_STATUS;
-        freeReplyObject(r);
-      }
-    }
-    if (c) redisFree(c);
-    return ok;
-  }
-
-  int port_;
-  std::filesystem::path dir_;
-};
 
 // The first call after a restart may still meet the dead connection: retry while unavailable.
 asio::awaitable<sp::Token> fence_after_restart(sp::RedisBackend& b, std::string r) {
@@ -96,7 +39,7 @@ asio::awaitable<sp::Token> fence_after_restart(sp::RedisBackend& b, std::string 
 }  // namespace
 
 TEST_CASE("with AOF, tokens survive a restart and are never reused", "[redis][integration]") {
-  PrivateRedis server;
+  sp::test::PrivateRedis server;
   sp::test::run([&server](asio::any_io_executor ex) -> asio::awaitable<void> {
     sp::RedisBackend b(ex, server.url());
     const std::string r = "persisted-job";

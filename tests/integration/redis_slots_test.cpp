@@ -4,8 +4,10 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include <asio/co_spawn.hpp>
 #include <catch2/catch.hpp>
 
 #include <statepact/detail/fingerprint.hpp>
@@ -13,6 +15,7 @@
 #include <statepact/statepact.hpp>
 
 #include "../support/run.hpp"
+#include "../support/sleep.hpp"
 #include "redis_admin.hpp"
 
 namespace sp = statepact;
@@ -89,9 +92,9 @@ TEST_CASE("a single-resource workload keeps all its keys in one cluster slot",
     }
     INFO("keys: " << keys.size());
     CHECK(slots.size() == 1);
-    // What the workload left: the fence, version and state, and the idempotency record (the
-    // released lease is gone).
-    CHECK(kinds == std::set<std::string>{"fence", "idem", "state", "version"});
+    // What the workload left: the fence, the released lease (its token only), version, state and
+    // policy, and the idempotency record.
+    CHECK(kinds == std::set<std::string>{"fence", "idem", "lease", "policy", "state", "version"});
   });
 }
 
@@ -122,5 +125,66 @@ TEST_CASE("an idempotent commit is found again whatever order its request lists 
     auto again = co_await b.commit(request(a_first));  // a retry that lists them the other way
     CHECK(again.replayed);
     CHECK(again.versions == first.versions);
+  });
+}
+
+// A one-node Redis Cluster refuses a command whose keys span slots (CROSSSLOT): every script of a
+// single-resource pessimistic workload (lock waits and a deadlock walk included) names only keys
+// of one slot. The wait-for graph is one key of its own, touched by its own script.
+TEST_CASE("pessimistic locks, waits and deadlock detection run on a one-node cluster",
+          "[redis][integration]") {
+  // The cluster bus port is the server's + 10000 unless set: keep it below 65536.
+  sp::test::PrivateRedis server(
+      fmt::format("--cluster-enabled yes --cluster-config-file nodes.conf --cluster-port {}",
+                  sp::test::PrivateRedis::spare_port() - 20000));
+  sp::test::RedisAdmin admin(server.port());
+  admin.command({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+  for (int i = 0;
+       i < 500 && admin.command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(admin.command({"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos);
+
+  sp::test::run([&server](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sp::RedisBackend b(ex, server.url());
+    const std::string r = "ledger";
+    co_await b.register_resource(r);
+    const std::vector<std::string> names = {r};
+    const auto s1 = co_await b.begin_session(names, sp::Isolation::pessimistic);
+    const auto s2 = co_await b.begin_session(names, sp::Isolation::pessimistic);
+    co_await b.lock(s1, r, "x", sp::LockMode::exclusive, 1s);
+    co_await b.lock(s2, r, "y", sp::LockMode::exclusive, 1s);
+    // s1 waits for y (held by s2) ...
+    bool s1_done = false;
+    std::exception_ptr s1_error;
+    asio::co_spawn(
+        ex,
+        [&b, s1, r]() -> asio::awaitable<void> {
+          co_await b.lock(s1, r, "y", sp::LockMode::exclusive, 5s);
+        },
+        [&](std::exception_ptr e) {
+          s1_error = e;
+          s1_done = true;
+        });
+    co_await sp::test::sleep_for(100ms);
+    // ... so s2 asking for x (held by s1) closes the cycle.
+    bool deadlock = false;
+    try {
+      co_await b.lock(s2, r, "x", sp::LockMode::exclusive, 5s);
+    } catch (const sp::DeadlockError&) {
+      deadlock = true;
+    }
+    CHECK(deadlock);
+    b.end_session(s2);  // frees y: s1 gets it
+    const bool granted = co_await sp::test::eventually([&] { return s1_done; }, 3s);
+    CHECK(granted);
+    CHECK_FALSE(s1_error);
+    sp::CommitRequest req;
+    req.session = s1;
+    req.agent_id = "agent";
+    req.resources = names;
+    req.writes.push_back(sp::WriteOp{r, "x", sp::Value(1)});
+    auto result = co_await b.commit(std::move(req));
+    CHECK(result.versions.at(r) == 1);
   });
 }

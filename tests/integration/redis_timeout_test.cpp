@@ -23,7 +23,8 @@ using asio::ip::tcp;
 
 namespace {
 
-// Answers SCRIPT LOAD with a made-up SHA (so commits get as far as EVALSHA) and nothing else.
+// Answers the connection's eviction check (INFO memory: noeviction) and SCRIPT LOAD with a made-up
+// SHA (so commits get as far as EVALSHA), and nothing else.
 asio::awaitable<void> silent_peer(std::shared_ptr<tcp::socket> s) {
   char buf[8192];
   for (;;) {
@@ -31,6 +32,11 @@ asio::awaitable<void> silent_peer(std::shared_ptr<tcp::socket> s) {
     auto n = co_await s->async_read_some(asio::buffer(buf),
                                          asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;
+    if (std::string(buf, n).find("INFO") != std::string::npos) {
+      static const std::string info = "$29\r\nmaxmemory_policy:noeviction\r\n\r\n";
+      co_await asio::async_write(*s, asio::buffer(info),
+                                 asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (std::string(buf, n).find("LOAD") != std::string::npos) {
       static const std::string sha = "$40\r\n" + std::string(40, 'a') + "\r\n";
       co_await asio::async_write(*s, asio::buffer(sha),

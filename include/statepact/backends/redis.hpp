@@ -13,6 +13,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/commit_request.hpp>
+#include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
 
@@ -30,25 +31,29 @@ class RedisOptions {
     return *this;
   }
   // Deadline of each command; a connection whose reply is late is dropped and replaced.
+  // 1 ms .. 1 hour (detail::max_timeout).
   RedisOptions& command_timeout(milliseconds d) {
-    positive(d, "command timeout");
+    detail::validate_duration("redis command timeout", d, detail::max_timeout);
     command_timeout_ = d;
     return *this;
   }
+  // 1 ms .. 1 hour.
   RedisOptions& connect_timeout(milliseconds d) {
-    positive(d, "connect timeout");
+    detail::validate_duration("redis connect timeout", d, detail::max_timeout);
     connect_timeout_ = d;
     return *this;
   }
-  // How long an idempotency record is kept (Redis key expiry purges it).
+  // How long an idempotency record is kept (Redis key expiry purges it). 1 ms .. 365 days
+  // (detail::max_idempotency_retention).
   RedisOptions& idempotency_retention(milliseconds d) {
-    positive(d, "idempotency retention");
+    detail::validate_duration("redis idempotency retention", d, detail::max_idempotency_retention);
     retention_ = d;
     return *this;
   }
   // How long a pessimistic lock record outlives its last grant, so a crashed client's locks go.
+  // 1 ms .. 1 hour.
   RedisOptions& lock_record_ttl(milliseconds d) {
-    positive(d, "lock record ttl");
+    detail::validate_duration("redis lock record ttl", d, detail::max_timeout);
     lock_ttl_ = d;
     return *this;
   }
@@ -63,7 +68,17 @@ class RedisOptions {
     return *this;
   }
 
+  // UNSAFE. By default every new connection reads the server's maxmemory-policy (INFO memory) and
+  // refuses to work unless it is noeviction: a server that may evict keys can drop a fence counter
+  // (tokens issued twice), a version (versions repeat: lost updates) or an idempotency record
+  // (a commit applied twice). true skips the check; only for a server you know never evicts.
+  RedisOptions& allow_eviction_unsafe(bool allow) {
+    allow_eviction_ = allow;
+    return *this;
+  }
+
   const std::string& key_prefix() const { return prefix_; }
+  bool allow_eviction_unsafe() const { return allow_eviction_; }
   const std::string& client_name() const { return client_name_; }
   milliseconds command_timeout() const { return command_timeout_; }
   milliseconds connect_timeout() const { return connect_timeout_; }
@@ -71,17 +86,30 @@ class RedisOptions {
   milliseconds lock_record_ttl() const { return lock_ttl_; }
 
  private:
-  static void positive(milliseconds d, const char* what) {
-    if (d <= milliseconds::zero())
-      throw InvalidArgumentError(std::string(what) + " must be positive");
-  }
-
   std::string prefix_ = "statepact";
   std::string client_name_;
   milliseconds command_timeout_{5000};
   milliseconds connect_timeout_{2000};
   milliseconds retention_ = std::chrono::hours(24);
   milliseconds lock_ttl_{60000};
+  bool allow_eviction_ = false;
+};
+
+// One server setting that the backend's safety depends on, as check_server() found it.
+struct RedisServerSetting {
+  std::string setting;  // e.g. "maxmemory-policy"
+  std::string value;    // as the server reported it; "unknown" when it could not be read
+  bool ok = false;
+  std::string advice;  // what to change and why; empty when ok
+};
+
+struct RedisServerCheck {
+  std::vector<RedisServerSetting> settings;
+  bool ok() const {
+    for (const auto& s : settings)
+      if (!s.ok) return false;
+    return true;
+  }
 };
 
 namespace detail {
@@ -97,6 +125,12 @@ class RedisBackend {
   RedisBackend(const RedisBackend&) = delete;
   RedisBackend& operator=(const RedisBackend&) = delete;
 
+  // Reads the server settings that fencing and commit safety depend on (docs/backends/redis.md,
+  // "Server settings that safety depends on"): maxmemory-policy, appendonly, appendfsync and
+  // replication. Changes nothing, and works on a server the backend refuses (it opens its own
+  // connection without the eviction check). Throws only when the server cannot be reached.
+  asio::awaitable<RedisServerCheck> check_server();
+
   // ---- leases and fencing -------------------------------------------------------------------
   asio::awaitable<Lease> acquire_lease(std::string resource, std::string owner,
                                        milliseconds ttl = std::chrono::seconds(30));
@@ -105,7 +139,12 @@ class RedisBackend {
   asio::awaitable<Token> current_fence(std::string resource);
 
   // ---- state ---------------------------------------------------------------------------------
-  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object());
+  // The policy is stored with the resource, in the same script: an existing resource keeps its
+  // own (and its state).
+  asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
+                                          ResourcePolicy policy = {});
+  asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy);
+  asio::awaitable<ResourcePolicy> resource_policy(std::string name);
   asio::awaitable<Entry> read(std::string resource, std::string key);
   asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources);
 
