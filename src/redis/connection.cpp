@@ -165,7 +165,7 @@ std::exception_ptr setup_failure(int step, const std::string& reply, const Redis
           "allow INFO to the user (the backend reads maxmemory_policy from it), or skip the "
           "eviction check with RedisOptions::allow_eviction_unsafe(true), at your own risk";
   }
-  return std::make_exception_ptr(InvalidArgumentError(fmt::format(
+  return std::make_exception_ptr(ConfigurationError(fmt::format(
       "redis: {} failed while setting up the connection: {}; fix: {}", what, reply, fix)));
 }
 
@@ -180,7 +180,7 @@ std::exception_ptr eviction_verdict(const std::string& info, const RedisUrl& url
   if (policy == "noeviction") return nullptr;
   const std::string where =
       url.unix_path.empty() ? fmt::format("{}:{}", url.host, url.port) : url.unix_path;
-  return std::make_exception_ptr(InvalidArgumentError(fmt::format(
+  return std::make_exception_ptr(ConfigurationError(fmt::format(
       "redis server {} has maxmemory-policy '{}': a server that may evict keys can drop a fence "
       "counter, a resource's version or an idempotency record, which re-issues tokens and "
       "repeats versions. Fix: CONFIG SET maxmemory-policy noeviction (and set it in redis.conf); "

@@ -45,7 +45,7 @@ inline std::exception_ptr redis_server_error(std::string_view what, const std::s
         "SCRIPT LOAD, INFO, CLIENT SETNAME, SELECT, and every key under the key prefix)";
   if (fix)
     return std::make_exception_ptr(
-        InvalidArgumentError(fmt::format("redis: {} was refused: {}; fix: {}", what, reply, fix)));
+        ConfigurationError(fmt::format("redis: {} was refused: {}; fix: {}", what, reply, fix)));
   // Anything else is unexpected (a script error, a command this server does not know): not
   // retryable, since nobody knows whether retrying helps.
   return std::make_exception_ptr(

@@ -154,7 +154,7 @@ TEST_CASE("server error replies are mapped by meaning", "[redis][integration]") 
   const auto noperm =
       acquire_against("-NOPERM this user has no permissions to run the 'evalsha' command\r\n");
   CHECK(noperm.is_error);
-  CHECK(noperm.code == sp::ErrorCode::invalid_argument);
+  CHECK(noperm.code == sp::ErrorCode::configuration);
   CHECK_FALSE(noperm.retryable);
   CHECK_THAT(noperm.what, Catch::Contains("NOPERM") && Catch::Contains("fix:"));
   // Anything else keeps the server's text.
@@ -196,7 +196,7 @@ TEST_CASE("a failed SELECT or AUTH fails the call clearly, and never runs it els
 
   const auto select = attempt(base + "/99999");
   INFO(select.what);
-  CHECK(select.code == sp::ErrorCode::invalid_argument);
+  CHECK(select.code == sp::ErrorCode::configuration);
   CHECK_FALSE(select.retryable);
   CHECK_THAT(select.what, Catch::Contains("SELECT") && Catch::Contains("99999"));
   CHECK(admin.keys_matching(prefix + ":*").empty());  // nothing landed on database 0
@@ -205,7 +205,7 @@ TEST_CASE("a failed SELECT or AUTH fails the call clearly, and never runs it els
   const std::string secret = "s3cret-" + sp::test::random_hex();
   const auto auth = attempt("redis://:" + secret + "@" + host_port + "/0");
   INFO(auth.what);
-  CHECK(auth.code == sp::ErrorCode::invalid_argument);
+  CHECK(auth.code == sp::ErrorCode::configuration);
   CHECK_FALSE(auth.retryable);
   CHECK_THAT(auth.what, Catch::Contains("AUTH") && !Catch::Contains(secret));
   CHECK(admin.keys_matching(prefix + ":*").empty());

@@ -35,7 +35,7 @@ TEST_CASE("a server that may evict keys is refused before anything is written",
     sp::RedisBackend b(ex, server.url());
     try {
       co_await b.register_resource("job");
-    } catch (const sp::InvalidArgumentError& e) {
+    } catch (const sp::ConfigurationError& e) {
       message = e.what();
       retryable = e.retryable();
     }
@@ -51,7 +51,7 @@ TEST_CASE("a server that may evict keys is refused before anything is written",
     sp::RedisBackend b(ex, server.url());
     try {
       co_await b.acquire_lease("job", "worker", 30s);
-    } catch (const sp::InvalidArgumentError&) {
+    } catch (const sp::ConfigurationError&) {
       refused_again = true;
     }
   });
