@@ -19,7 +19,7 @@ redis_start() {
     return 0
   fi
   redis-server --port "$STATEPACT_REDIS_PORT" --bind 127.0.0.1 --daemonize yes \
-    --dir "$dir" --appendonly yes --save '' \
+    --dir "$dir" --appendonly yes --appendfsync always --save '' \
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" || return 1
   local i
   for i in $(seq 1 600); do
