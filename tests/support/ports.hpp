@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <stdexcept>
@@ -33,7 +34,9 @@ inline int unused_loopback_port() {
 inline int reserve_loopback_port() {
   for (int attempt = 0; attempt < 50; ++attempt) {
     const int port = unused_loopback_port();
-    const std::string lock = "/tmp/statepact-port-" + std::to_string(port) + ".lock";
+    // Shared by every user's runs (sticky and world-writable, like /tmp); may exist already.
+    if (::mkdir("/tmp/statepact-ports", 01777) == 0) ::chmod("/tmp/statepact-ports", 01777);
+    const std::string lock = "/tmp/statepact-ports/" + std::to_string(port) + ".lock";
     const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) continue;
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return port;  // fd stays open: the reservation
