@@ -37,7 +37,7 @@ postgres_start() {
     if ! kill -0 "$pid" 2>/dev/null; then rm -f "$data/postmaster.pid"; fi
   fi
   if _postgres_as "$STATEPACT_PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-    # Ours already runs: its port is the first option it was started with.
+    # Ours already runs: on the port recorded when it was started.
     [ -f "$dir/port" ] && STATEPACT_PG_PORT="$(cat "$dir/port")"
   else
     if [ -z "$_pg_port_explicit" ]; then
