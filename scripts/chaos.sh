@@ -12,6 +12,7 @@
 #                                 no; or none: no AOF at all (unsafe, to see the checker catch it)
 #   STATEPACT_CHAOS_REDIS_PORT    default 56479;  STATEPACT_CHAOS_PG_PORT  default 55532
 #   STATEPACT_CHAOS_KEEP=1        keep the histories of a clean run too
+#   STATEPACT_CHAOS_BUILD_DIR     a configured build tree to build the programs in (default build/chaos)
 #
 # Everything runs on loopback, in build/chaos-run; servers and clients it started are stopped on
 # exit, also on Ctrl-C. Run as root (PostgreSQL is started through runuser).
@@ -65,13 +66,17 @@ RANDOM=$seed
 
 ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}"
 
-build="$STATEPACT_ROOT/build/chaos"
+# STATEPACT_CHAOS_BUILD_DIR: an existing build tree to take the programs from (the test command
+# passes its normal tree, so nothing is compiled twice); otherwise build/chaos.
+build=${STATEPACT_CHAOS_BUILD_DIR:-"$STATEPACT_ROOT/build/chaos"}
 echo "==> building the harness in $build"
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S "$STATEPACT_ROOT" -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSTATEPACT_BUILD_BENCH=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_PACKAGING_TESTS=OFF \
-  -DSTATEPACT_HEADER_CHECKS=OFF >/dev/null
+if [ -z "${STATEPACT_CHAOS_BUILD_DIR:-}" ]; then
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S "$STATEPACT_ROOT" -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSTATEPACT_BUILD_BENCH=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_PACKAGING_TESTS=OFF \
+    -DSTATEPACT_HEADER_CHECKS=OFF >/dev/null
+fi
 cmake --build "$build" -j 2 --target statepact_chaos_client statepact_chaos_check >/dev/null
 client_bin="$build/tests/chaos/statepact_chaos_client"
 check_bin="$build/tests/chaos/statepact_chaos_check"

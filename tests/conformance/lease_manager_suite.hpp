@@ -20,6 +20,7 @@
 #include "../support/expect.hpp"
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
+#include "../support/workers.hpp"
 #include "fixture.hpp"
 
 namespace sp = statepact;
@@ -29,30 +30,36 @@ TEMPLATE_LIST_TEST_CASE("hold releases the lease on normal exit and on exception
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     TestType fx(ex);
     sp::LeaseManager<typename TestType::backend_type> leases(fx.backend(), 30s);
-    const auto r = fx.resource("hold-exits");
-    sp::Token seen = 0;
-    auto body = [&](const sp::Lease& l) -> asio::awaitable<int> {
-      seen = l.token;
-      co_return 42;
-    };
-    int v = co_await leases.hold(r, "worker-a", body);
-    CHECK(v == 42);
-    CHECK(seen == 1);
-    auto next = co_await fx.backend().acquire_lease(r, "worker-b", 30s);  // released: free now
-    CHECK(next.token == 2);
-    auto awaited1 = co_await fx.backend().release_lease(next);
-    CHECK(awaited1);
+    const sp::Token expected = 1;  // each round has its own resource
+    for (bool renew : {false, true}) {
+      INFO("auto_renew " << renew);
+      const auto r = fx.resource(renew ? "hold-exits-renewed" : "hold-exits");
+      sp::Token seen = 0;
+      auto body = [&](const sp::Lease& l) -> asio::awaitable<int> {
+        seen = l.token;
+        co_return 42;
+      };
+      int v = co_await leases.hold(r, "worker-a", body, sp::HoldOptions().auto_renew(renew));
+      CHECK(v == 42);
+      CHECK(seen == expected);
+      auto next = co_await fx.backend().acquire_lease(r, "worker-b", 30s);  // released: free now
+      CHECK(next.token == expected + 1);
+      auto awaited1 = co_await fx.backend().release_lease(next);
+      CHECK(awaited1);
 
-    auto failing = [](const sp::Lease&) -> asio::awaitable<void> {
-      throw std::runtime_error("job failed");
-      co_return;
-    };
-    auto err = co_await sp::test::thrown<std::runtime_error>(
-        [&] { return leases.hold(r, "worker-a", failing); });
-    REQUIRE(err);
-    CHECK(std::string(err->what()) == "job failed");
-    auto after = co_await fx.backend().acquire_lease(r, "worker-b", 30s);
-    CHECK(after.token == 4);
+      auto failing = [&](const sp::Lease& l) -> asio::awaitable<void> {
+        seen = l.token;
+        throw std::runtime_error("job failed");
+        co_return;
+      };
+      auto err = co_await sp::test::thrown<std::runtime_error>(
+          [&] { return leases.hold(r, "worker-a", failing, sp::HoldOptions().auto_renew(renew)); });
+      REQUIRE(err);
+      CHECK(std::string(err->what()) == "job failed");
+      CHECK(seen == expected + 2);
+      auto after = co_await fx.backend().acquire_lease(r, "worker-b", 30s);  // released again
+      CHECK(after.token == expected + 3);
+    }
   });
 }
 
@@ -89,21 +96,24 @@ TEMPLATE_LIST_TEST_CASE("hold releases the lease when cancelled", "[conformance]
   });
 }
 
-TEMPLATE_LIST_TEST_CASE("auto_renew keeps the lease alive past its ttl", "[conformance][hold]",
-                        ConformanceFixtures) {
+TEMPLATE_LIST_TEST_CASE("auto_renew with its default interval keeps the lease alive past its ttl",
+                        "[conformance][hold]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     TestType fx(ex);
-    const auto ttl = fx.short_ttl();
+    // The default interval is a third of the ttl: renewals come every 300 ms of real time, with
+    // twice that as slack before an unrenewed lease would expire (backends with a real clock).
+    const auto ttl = 900ms;
     sp::LeaseManager<typename TestType::backend_type> leases(fx.backend(), ttl);
     const auto r = fx.resource("hold-renew");
-    bool renewed_each_time = true;
     bool refused = false;
+    int renewals = 0;
     auto body = [&](sp::HeldLease& h) -> asio::awaitable<void> {
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < 3; ++i) {  // 1.5 ttl in all: an unrenewed lease would have expired
         const auto before = h.lease().expires_at;
-        co_await fx.advance(ttl / 2);  // two of these would expire an unrenewed lease
-        renewed_each_time &=
-            co_await sp::test::eventually([&] { return h.lease().expires_at > before; });
+        co_await fx.advance(ttl / 2);
+        co_await sp::test::eventually([&] { return h.lease().expires_at > before; }, 10s,
+                                      "a renewal at the default interval");
+        ++renewals;
       }
       try {
         co_await fx.backend().acquire_lease(r, "worker-b", ttl);
@@ -112,10 +122,11 @@ TEMPLATE_LIST_TEST_CASE("auto_renew keeps the lease alive past its ttl", "[confo
       }
       CHECK(!h.lost());
     };
-    co_await leases.hold(r, "worker-a", body,
-                         sp::HoldOptions().auto_renew(true).renew_every(ttl / 10));
-    CHECK(renewed_each_time);
+    co_await leases.hold(r, "worker-a", body, sp::HoldOptions().auto_renew(true));
+    CHECK(renewals == 3);
     CHECK(refused);
+    auto fence = co_await fx.backend().current_fence(r);
+    CHECK(fence == 1);  // one lease all along
   });
 }
 
@@ -139,10 +150,8 @@ TEMPLATE_LIST_TEST_CASE("a lost renewal cancels the body and is rethrown from ho
       body_finished = true;
     };
     const auto started = std::chrono::steady_clock::now();
-    auto lost = co_await sp::test::thrown<sp::LeaseLostError>([&] {
-      return leases.hold(r, "worker-a", body,
-                         sp::HoldOptions().auto_renew(true).renew_every(ttl / 10));
-    });
+    auto lost = co_await sp::test::thrown<sp::LeaseLostError>(
+        [&] { return leases.hold(r, "worker-a", body, sp::HoldOptions().auto_renew(true)); });
     REQUIRE(lost);
     CHECK(lost->token() == 1);
     CHECK(taken_over == 2);
@@ -166,9 +175,8 @@ TEMPLATE_LIST_TEST_CASE("a lost renewal cancels the body and is rethrown from ho
       CHECK_THROWS_AS(h.check(), sp::LeaseLostError);
     };
     auto awaited7 = co_await sp::test::thrown<sp::LeaseLostError>([&] {
-      return leases.hold(
-          r2, "worker-a", polling,
-          sp::HoldOptions().auto_renew(true).renew_every(ttl / 10).cancel_on_loss(false));
+      return leases.hold(r2, "worker-a", polling,
+                         sp::HoldOptions().auto_renew(true).cancel_on_loss(false));
     });
     CHECK(awaited7);
     CHECK(noticed);
@@ -245,21 +253,10 @@ TEMPLATE_LIST_TEST_CASE("contending workers on several threads: one owner at a t
             co_await m.backend().release_lease(lease);
           }
         };
-        std::atomic<int> done{0};
-        std::exception_ptr failure;
-        std::mutex fmu;
+        sp::test::Workers pool(ex);
         for (int id = 0; id < workers; ++id)
-          asio::co_spawn(ex,
-                         worker(manager, leases, r, id, holders, max_holders, commits, mu, tokens),
-                         [&](std::exception_ptr e) {
-                           if (e) {
-                             std::lock_guard g(fmu);
-                             failure = e;
-                           }
-                           ++done;
-                         });
-        co_await sp::test::eventually([&] { return done.load() == workers; }, 120s);
-        if (failure) std::rethrow_exception(failure);
+          pool.spawn(worker(manager, leases, r, id, holders, max_holders, commits, mu, tokens));
+        co_await pool.join(120s, "contending workers");
       },
       2);
   CHECK(max_holders.load() == 1);
@@ -269,77 +266,124 @@ TEMPLATE_LIST_TEST_CASE("contending workers on several threads: one owner at a t
   for (std::size_t i = 0; i < tokens.size(); ++i) CHECK(tokens[i] == i + 1);  // each once, no gaps
 }
 
+namespace conformance {
+
+// What the paused-owner test records, in one process's steady time.
+struct Acquired {
+  sp::Token token;
+  std::chrono::steady_clock::time_point done;  // when acquire returned
+};
+struct CommitAttempt {
+  sp::Token token;
+  std::chrono::steady_clock::time_point invoked;  // before the first attempt was sent
+  bool landed;
+};
+
+// Appends the session's fence token to the "log" array in storage: the order commits landed in.
+template <class B>
+asio::awaitable<void> append_token(sp::Session<B>& s, sp::Token token) {
+  auto log = co_await s.read("log");
+  sp::Value next = log ? *log : sp::Value::array();
+  next.push_back(token);
+  co_await s.write("log", next);
+}
+
+}  // namespace conformance
+
 TEMPLATE_LIST_TEST_CASE("paused owners and takeovers on several threads: no stale commit lands",
                         "[conformance][concurrency][fence]", ConformanceFixtures) {
-  constexpr int workers = 8, rounds = 10;
+  // Every worker wins the lease `rounds` times and pauses past its ttl in exactly one of them;
+  // the paused worker commits only once a newer token exists, so each pause is a stale attempt.
+  constexpr int workers = 4, rounds = 4;
   std::mutex mu;
-  std::vector<std::pair<sp::Version, sp::Token>> landed;
-  std::atomic<int> fenced{0};
+  std::vector<conformance::Acquired> acquired;
+  std::vector<conformance::CommitAttempt> attempts;
+  std::vector<sp::Token> landed, refused;
+  std::vector<sp::Token> log;  // read back from storage
   sp::test::run(
       [&](asio::any_io_executor ex) -> asio::awaitable<void> {
         TestType fx(ex);
         using B = typename TestType::backend_type;
+        using clock = std::chrono::steady_clock;
         sp::Manager<B> manager(fx.backend());
+        sp::LeaseManager<B> leases(fx.backend(), 30s);
         const auto r = fx.resource("takeovers");
         co_await manager.register_resource(r, sp::Value::object());
-        auto worker = [](TestType& f, sp::Manager<B>& m, std::string res, int id, std::mutex& mtx,
-                         std::vector<std::pair<sp::Version, sp::Token>>& out,
-                         std::atomic<int>& stale) -> asio::awaitable<void> {
+        std::atomic<int> finished{0};
+        auto record = [&](auto& list, auto item) {
+          std::lock_guard g(mu);
+          list.push_back(item);
+        };
+        auto worker = [&](int id) -> asio::awaitable<void> {
           const std::string owner = "worker-" + std::to_string(id);
           for (int i = 0; i < rounds; ++i) {
-            sp::Lease lease;
-            bool busy = false;
-            try {
-              lease = co_await m.lease(res, owner, f.short_ttl());
-            } catch (const sp::LeaseNotAvailableError&) {
-              busy = true;
+            const bool pause = (i + id) % rounds == 0;
+            // Only a paused owner's lease may expire: the others hold theirs for long.
+            const auto ttl = pause ? fx.short_ttl() : 30s;
+            auto lease = co_await leases.acquire(r, owner, ttl, 60s);
+            record(acquired, conformance::Acquired{lease.token, clock::now()});
+            if (pause) {
+              co_await fx.advance(fx.short_ttl() + 10ms);  // a pause past the ttl
+              // Until another worker took over; when all others are done, take over explicitly.
+              sp::Token fence = lease.token;
+              while (fence == lease.token) {
+                if (finished.load() == workers - 1) {
+                  auto successor = co_await leases.acquire(r, owner + "-successor", 30s, 60s);
+                  record(acquired, conformance::Acquired{successor.token, clock::now()});
+                  co_await fx.backend().release_lease(successor);
+                }
+                co_await sp::test::sleep_for(2ms);
+                fence = co_await fx.backend().current_fence(r);
+              }
             }
-            if (busy) {
-              co_await sp::test::sleep_for(std::chrono::milliseconds(1 + id % 3));
-              continue;
-            }
-            if ((i + id) % 3 == 0)
-              co_await f.advance(f.short_ttl() + 10ms);  // a pause past the ttl
+            const auto invoked = clock::now();
+            bool lost = false;
             try {
-              auto s =
-                  co_await m.session(sp::SessionOptions(owner).resource(res).fence(lease.token));
-              co_await s.write("token", lease.token);
-              auto result = co_await s.commit();
-              std::lock_guard g(mtx);
-              out.emplace_back(result.versions.at(res), lease.token);
+              auto append = [&](sp::Session<B>& s) {
+                return conformance::append_token(s, lease.token);
+              };
+              co_await manager.run(
+                  sp::SessionOptions(owner).resource(r).fence(lease.token), append,
+                  sp::RetryPolicy().max_attempts(1000).initial_backoff(1ms).max_backoff(5ms));
             } catch (const sp::LeaseLostError&) {
-              ++stale;
+              lost = true;
             }
-            co_await m.backend().release_lease(lease);
+            record(attempts, conformance::CommitAttempt{lease.token, invoked, !lost});
+            record(lost ? refused : landed, lease.token);
+            if (!pause) {  // (no Catch2 macro here: workers run on two threads)
+              const bool released = co_await fx.backend().release_lease(lease);
+              if (!released) throw std::runtime_error(owner + " could not release its lease");
+            }
           }
+          ++finished;
         };
-        std::atomic<int> done{0};
-        std::exception_ptr failure;
-        std::mutex fmu;
-        for (int id = 0; id < workers; ++id)
-          asio::co_spawn(ex, worker(fx, manager, r, id, mu, landed, fenced),
-                         [&](std::exception_ptr e) {
-                           if (e) {
-                             std::lock_guard g(fmu);
-                             failure = e;
-                           }
-                           ++done;
-                         });
-        co_await sp::test::eventually([&] { return done.load() == workers; }, 120s);
-        if (failure) std::rethrow_exception(failure);
-        auto last = co_await fx.backend().read(r, "token");
-        std::lock_guard g(mu);
-        if (!landed.empty()) {
-          auto top = *std::max_element(landed.begin(), landed.end());
-          CHECK(last.version == top.first);
-          CHECK(last.value == sp::Value(top.second));
-        }
+        sp::test::Workers pool(ex);
+        for (int id = 0; id < workers; ++id) pool.spawn(worker(id));
+        co_await pool.join(120s, "lease workers");
+        auto stored = co_await fx.backend().read(r, "log");
+        REQUIRE(stored.value);
+        for (const auto& t : *stored.value) log.push_back(t.template get<sp::Token>());
       },
       2);
-  REQUIRE(!landed.empty());
   std::sort(landed.begin(), landed.end());
-  for (std::size_t i = 1; i < landed.size(); ++i) {
-    CHECK(landed[i].first == landed[i - 1].first + 1);  // versions: each commit exactly once
-    CHECK(landed[i].second >= landed[i - 1].second);    // tokens never go back in storage
+  std::sort(refused.begin(), refused.end());
+  // Every pause was a stale attempt, and each was refused; every other commit landed.
+  CHECK(refused.size() == static_cast<std::size_t>(workers));
+  CHECK(landed.size() == static_cast<std::size_t>(workers * (rounds - 1)));
+  // Storage's own record: exactly the commits that reported success, in strictly increasing
+  // token order (one commit per token), and none of a refused token.
+  auto in_storage = log;
+  std::sort(in_storage.begin(), in_storage.end());
+  CHECK(in_storage == landed);
+  CHECK(std::is_sorted(log.begin(), log.end()));
+  CHECK(std::adjacent_find(log.begin(), log.end()) == log.end());
+  for (auto t : refused) CHECK(std::find(log.begin(), log.end(), t) == log.end());
+  // In real time: a commit invoked after a newer token's acquisition returned never lands.
+  for (const auto& c : attempts) {
+    if (!c.landed) continue;
+    for (const auto& a : acquired) {
+      INFO("token " << c.token << " committed after token " << a.token << " was acquired");
+      CHECK(!(a.token > c.token && a.done < c.invoked));
+    }
   }
 }

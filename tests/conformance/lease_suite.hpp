@@ -59,6 +59,52 @@ TEMPLATE_LIST_TEST_CASE("same owner re-acquiring a live lease extends it and kee
   });
 }
 
+TEMPLATE_LIST_TEST_CASE(
+    "same owner re-acquiring an expired lease gets a new token, and its old token is fenced off",
+    "[conformance][lease][fence]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex);
+    auto& b = fx.backend();
+    sp::Manager<B> manager(b);
+    const auto r = fx.resource("reacquire-expired");
+    auto first = co_await manager.lease(r, "worker-a", fx.short_ttl());
+    co_await fx.advance(fx.short_ttl() + 50ms);
+    // Before the new token exists the expired one still writes (nobody superseded it).
+    {
+      auto s = co_await manager.session(sp::SessionOptions("worker-a").resource(r).fence(first));
+      co_await s.write("step", 1);
+      co_await s.commit();
+    }
+    auto second = co_await b.acquire_lease(r, "worker-a", 30s);
+    CHECK(second.token == first.token + 1);  // not an extension: the old lease had expired
+    CHECK(second.owner == "worker-a");
+    auto fence = co_await b.current_fence(r);
+    CHECK(fence == second.token);
+    {  // the same owner's commit under its old token is refused, and nothing of it lands
+      auto s = co_await manager.session(sp::SessionOptions("worker-a").resource(r).fence(first));
+      co_await s.write("step", 2);
+      auto lost = co_await thrown<sp::LeaseLostError>([&] { return s.commit(); });
+      REQUIRE(lost);
+      CHECK(lost->token() == first.token);
+      CHECK(lost->current_fence() == second.token);
+    }
+    auto renewed_old =
+        co_await thrown<sp::LeaseLostError>([&] { return b.renew_lease(first, std::nullopt); });
+    CHECK(renewed_old);
+    auto step = co_await b.read(r, "step");
+    CHECK(step.value == sp::Value(1));
+    CHECK(step.version == 1);
+    {  // under the new token it writes
+      auto s = co_await manager.session(sp::SessionOptions("worker-a").resource(r).fence(second));
+      co_await s.write("step", 3);
+      co_await s.commit();
+    }
+    auto step3 = co_await b.read(r, "step");
+    CHECK(step3.value == sp::Value(3));
+  });
+}
+
 TEMPLATE_LIST_TEST_CASE("another owner cannot take a live lease", "[conformance][lease]",
                         ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {

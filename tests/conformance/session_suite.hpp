@@ -19,6 +19,7 @@
 #include "../support/expect.hpp"
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
+#include "../support/workers.hpp"
 #include "fixture.hpp"
 
 namespace sp = statepact;
@@ -322,6 +323,144 @@ TEMPLATE_LIST_TEST_CASE("snapshot reads are consistent across resources, and wri
   });
 }
 
+TEMPLATE_LIST_TEST_CASE("write skew is prevented under optimistic and pessimistic",
+                        "[conformance][isolation]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex);
+    sp::Manager<B> m(fx.backend());
+    {  // optimistic: bob's read of "alice" changed under him, so his commit is refused
+      const auto r = co_await conformance::make_resource(m, fx.resource("oncall-optimistic"),
+                                                         R"({"alice": 1, "bob": 1})");
+      auto alice = co_await m.session(conformance::opts("alice", r, sp::Isolation::optimistic));
+      auto bob = co_await m.session(conformance::opts("bob", r, sp::Isolation::optimistic));
+      auto on_a = conformance::as_int(co_await alice.read("alice")) +
+                  conformance::as_int(co_await alice.read("bob"));
+      auto on_b = conformance::as_int(co_await bob.read("alice")) +
+                  conformance::as_int(co_await bob.read("bob"));
+      CHECK(on_a == 2);
+      CHECK(on_b == 2);
+      co_await alice.write("alice", 0);
+      co_await bob.write("bob", 0);
+      co_await alice.commit();
+      auto refused = co_await sp::test::thrown<sp::ConflictError>([&] { return bob.commit(); });
+      REQUIRE(refused);
+      CHECK(refused->key() == "alice");
+      auto left = conformance::entry_int(co_await fx.backend().read(r, "alice")) +
+                  conformance::entry_int(co_await fx.backend().read(r, "bob"));
+      CHECK(left == 1);
+    }
+    {  // pessimistic: both hold shared locks on what they read, so the two writes wait on each
+       // other; one is refused as a deadlock and the other commits.
+      const auto r = co_await conformance::make_resource(m, fx.resource("oncall-pessimistic"),
+                                                         R"({"alice": 1, "bob": 1})");
+      std::atomic<int> committed{0}, refused{0}, have_read{0};
+      auto doctor = [&](std::string me) -> asio::awaitable<void> {
+        auto s = co_await m.session(
+            conformance::opts(me, r, sp::Isolation::pessimistic).lock_timeout(5000ms));
+        const int on = conformance::as_int(co_await s.read("alice")) +
+                       conformance::as_int(co_await s.read("bob"));
+        // Both have read (and hold shared locks) before either writes.
+        ++have_read;
+        co_await sp::test::eventually([&] { return have_read.load() == 2; }, 10s,
+                                      "both doctors to read");
+        if (on < 2) co_return;  // the rule: the other must stay on call
+        bool deadlock = false;
+        try {
+          co_await s.write(me, 0);
+        } catch (const sp::DeadlockError&) {
+          deadlock = true;
+        }
+        if (deadlock) {
+          ++refused;
+          co_await s.abort();
+          co_return;
+        }
+        co_await s.commit();
+        ++committed;
+      };
+      auto [order, e1, e2] =
+          co_await asio::experimental::make_parallel_group(
+              asio::co_spawn(ex, doctor("alice"), asio::experimental::deferred),
+              asio::co_spawn(ex, doctor("bob"), asio::experimental::deferred))
+              .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+      CHECK(e1 == nullptr);
+      CHECK(e2 == nullptr);
+      CHECK(committed.load() == 1);
+      CHECK(refused.load() == 1);
+      auto left = conformance::entry_int(co_await fx.backend().read(r, "alice")) +
+                  conformance::entry_int(co_await fx.backend().read(r, "bob"));
+      CHECK(left == 1);
+    }
+  });
+}
+
+TEMPLATE_LIST_TEST_CASE(
+    "a key read as absent that then appears: none misses it, snapshot only when written, "
+    "pessimistic locks it",
+    "[conformance][isolation]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex);
+    sp::Manager<B> m(fx.backend());
+    auto appear = [&](std::string r) -> asio::awaitable<void> {
+      auto w = co_await m.session(conformance::opts("writer", r, sp::Isolation::optimistic));
+      co_await w.write("slot", "taken");
+      co_await w.commit();
+    };
+    {  // none: undetected, the commit lands
+      const auto r = co_await conformance::make_resource(m, fx.resource("absent-none"), "{}");
+      auto s = co_await m.session(conformance::opts("a", r, sp::Isolation::none));
+      auto seen = co_await s.read("slot");
+      CHECK(!seen);
+      co_await appear(r);
+      co_await s.write("mine", 1);
+      auto c = co_await sp::test::thrown<sp::ConflictError>([&] { return s.commit(); });
+      CHECK(!c);
+      auto mine = co_await fx.backend().read(r, "mine");
+      CHECK(mine.value == sp::Value(1));
+    }
+    for (bool writes_it : {false, true}) {  // snapshot: undetected unless the session writes it
+      INFO("snapshot session writes the key: " << writes_it);
+      const auto r = co_await conformance::make_resource(
+          m, fx.resource(writes_it ? "absent-snap-w" : "absent-snap"), "{}");
+      auto s = co_await m.session(conformance::opts("a", r, sp::Isolation::snapshot));
+      auto seen = co_await s.read("slot");
+      CHECK(!seen);
+      co_await appear(r);
+      auto still = co_await s.read("slot");
+      CHECK(!still);  // the snapshot
+      co_await s.write(writes_it ? "slot" : "mine", "a's");
+      auto c = co_await sp::test::thrown<sp::ConflictError>([&] { return s.commit(); });
+      CHECK(static_cast<bool>(c) == writes_it);
+      auto slot = co_await fx.backend().read(r, "slot");
+      CHECK(slot.value == sp::Value("taken"));
+    }
+    {  // pessimistic: the absent key is locked, so it cannot appear until the reader ends
+      const auto r = co_await conformance::make_resource(m, fx.resource("absent-pess"), "{}");
+      auto s = co_await m.session(conformance::opts("a", r, sp::Isolation::pessimistic));
+      auto seen = co_await s.read("slot");
+      CHECK(!seen);
+      auto w = co_await m.session(
+          conformance::opts("writer", r, sp::Isolation::pessimistic).lock_timeout(150ms));
+      auto blocked =
+          co_await sp::test::thrown<sp::LockTimeoutError>([&] { return w.write("slot", "taken"); });
+      CHECK(blocked);
+      co_await w.abort();
+      auto again = co_await s.read("slot");
+      CHECK(!again);
+      co_await s.write("mine", 1);
+      co_await s.commit();
+      auto w2 = co_await m.session(
+          conformance::opts("writer", r, sp::Isolation::pessimistic).lock_timeout(5000ms));
+      co_await w2.write("slot", "taken");
+      co_await w2.commit();
+      auto slot = co_await fx.backend().read(r, "slot");
+      CHECK(slot.value == sp::Value("taken"));
+    }
+  });
+}
+
 TEMPLATE_LIST_TEST_CASE(
     "pessimistic sessions lock: writers wait, time out, and deadlocks are caught",
     "[conformance][isolation][pessimistic]", ConformanceFixtures) {
@@ -335,76 +474,94 @@ TEMPLATE_LIST_TEST_CASE(
       return conformance::opts(who, r, sp::Isolation::pessimistic).lock_timeout(5000ms);
     };
     {  // a second writer waits for the first, then sees its value
+      using clock = std::chrono::steady_clock;
       auto s1 = co_await m.session(popts("a"));
-      auto x = conformance::as_int(co_await s1.read_for_update("x"));
-      bool second_done = false;
+      auto x = conformance::as_int(co_await s1.read_for_update("x"));  // s1 holds x from here
+      std::atomic<bool> second_asked{false};
+      clock::time_point second_got{}, first_commits{};
       auto second = [&]() -> asio::awaitable<int> {
         auto s2 = co_await m.session(popts("b"));
+        second_asked = true;
         auto v = conformance::as_int(co_await s2.read_for_update("x"));
+        second_got = clock::now();
         co_await s2.write("x", v + 1);
         co_await s2.commit();
-        second_done = true;
         co_return v;
       };
-      auto first = [&]() -> asio::awaitable<int> {
+      auto first = [&]() -> asio::awaitable<void> {
+        // The second session exists and has asked for x; give its request time to arrive, then
+        // commit. A lock that does not hold would be granted in that time.
+        co_await sp::test::eventually([&] { return second_asked.load(); }, 10s,
+                                      "the second session to ask for x");
         co_await sp::test::sleep_for(100ms);
-        bool waited = !second_done;
         co_await s1.write("x", x + 1);
+        first_commits = clock::now();
         co_await s1.commit();
-        co_return waited ? 1 : 0;
       };
-      auto [order, e1, seen_by_second, e2, waited] =
+      auto [order, e1, seen_by_second, e2] =
           co_await asio::experimental::make_parallel_group(
               asio::co_spawn(ex, second(), asio::experimental::deferred),
               asio::co_spawn(ex, first(), asio::experimental::deferred))
               .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
       CHECK(e1 == nullptr);
       CHECK(e2 == nullptr);
-      CHECK(waited == 1);
-      CHECK(seen_by_second == 1);  // it read after the first committed
+      CHECK(second_got >= first_commits);  // granted only once the holder committed
+      CHECK(seen_by_second == 1);          // and it read the first's value
       auto awaited20 = co_await fx.backend().read(r, "x");
       CHECK((awaited20).value == sp::Value(2));
     }
-    {  // readers share; a writer times out behind a reader
+    {  // readers share; a writer times out behind a reader, after its timeout and not much more
       auto s1 = co_await m.session(popts("a"));
       auto s2 = co_await m.session(popts("b"));
       co_await s1.read("x");
       co_await s2.read("x");
-      auto s3 = co_await m.session(popts("c").lock_timeout(100ms));
+      auto s3 = co_await m.session(popts("c").lock_timeout(200ms));
+      const auto t0 = std::chrono::steady_clock::now();
       auto t = co_await sp::test::thrown<sp::LockTimeoutError>([&] { return s3.write("x", 9); });
+      const auto waited = std::chrono::steady_clock::now() - t0;
       REQUIRE(t);
       CHECK(t->retryable());
+      CHECK(waited >= 200ms);
+      CHECK(waited < 3000ms);
       co_await s1.commit();
       co_await s2.abort();
     }
-    {  // a wait cycle is a deadlock, detected rather than waited out
+    {  // a wait cycle is a deadlock, detected rather than waited out (lock_timeout is 5 s)
       auto s1 = co_await m.session(popts("a"));
       auto s2 = co_await m.session(popts("b"));
       co_await s1.write("x", 10);
       co_await s2.write("y", 20);
-      auto t0 = std::chrono::steady_clock::now();
-      auto first = [&]() -> asio::awaitable<void> { co_await s1.write("y", 11); };
-      auto second = [&]() -> asio::awaitable<void> {
-        co_await sp::test::sleep_for(50ms);
-        co_await s2.write("x", 21);
+      // Both requests wait on each other; whichever closes the cycle is refused, and once its
+      // session aborts the other gets its lock. No sleep decides the order.
+      std::atomic<int> deadlocks{0}, granted{0};
+      auto request = [&](sp::Session<B>& s, std::string key, int v) -> asio::awaitable<void> {
+        bool refused = false;
+        try {
+          co_await s.write(key, v);
+        } catch (const sp::DeadlockError& d) {
+          refused = d.retryable();
+          if (!refused) throw;
+        }
+        if (refused) {
+          ++deadlocks;
+          co_await s.abort();
+        } else {
+          ++granted;
+        }
       };
+      const auto t0 = std::chrono::steady_clock::now();
       auto [order, e1, e2] =
           co_await asio::experimental::make_parallel_group(
-              asio::co_spawn(ex, first(), asio::experimental::deferred),
-              asio::co_spawn(ex, second(), asio::experimental::deferred))
-              .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
-      // The second request closes the cycle and is refused; the first keeps waiting until the
-      // group cancels it... so check the second's error and resolve by aborting s2.
-      bool deadlock = false;
-      try {
-        if (e2) std::rethrow_exception(e2);
-      } catch (const sp::DeadlockError& d) {
-        deadlock = d.retryable();
-      }
-      CHECK(deadlock);
+              asio::co_spawn(ex, request(s1, "y", 11), asio::experimental::deferred),
+              asio::co_spawn(ex, request(s2, "x", 21), asio::experimental::deferred))
+              .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+      CHECK(e1 == nullptr);
+      CHECK(e2 == nullptr);
+      CHECK(deadlocks.load() == 1);
+      CHECK(granted.load() == 1);
       CHECK(std::chrono::steady_clock::now() - t0 < 4000ms);
-      co_await s2.abort();
-      co_await s1.abort();
+      if (s1.active()) co_await s1.abort();
+      if (s2.active()) co_await s2.abort();
     }
     {  // a dropped session releases its locks
       {
@@ -615,17 +772,9 @@ TEMPLATE_LIST_TEST_CASE("random concurrent increments under every safe mode lose
                 out.push_back(std::move(inc));
               }
             };
-            std::atomic<int> done{0};
-            std::exception_ptr failure;
-            std::mutex fmu;
-            for (int id = 0; id < agents; ++id)
-              asio::co_spawn(ex, agent(m, r, iso, id, mu, history), [&](std::exception_ptr e) {
-                std::lock_guard g(fmu);
-                if (e) failure = e;
-                ++done;
-              });
-            co_await sp::test::eventually([&] { return done.load() == agents; }, 120s);
-            if (failure) std::rethrow_exception(failure);
+            sp::test::Workers pool(ex);
+            for (int id = 0; id < agents; ++id) pool.spawn(agent(m, r, iso, id, mu, history));
+            co_await pool.join(120s, "incrementing agents");
             for (const char* k : {"k0", "k1", "k2"})
               totals[k] = conformance::entry_int(co_await fx.backend().read(r, k));
           },

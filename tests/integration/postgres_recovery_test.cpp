@@ -11,6 +11,8 @@
 #include <statepact/statepact.hpp>
 
 #include "../support/expect.hpp"
+#include "../support/offline.hpp"
+#include "../support/ports.hpp"
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
 #include "postgres_admin.hpp"
@@ -54,7 +56,8 @@ TEST_CASE("terminated connections are replaced without failing the next operatio
         sp::SessionOptions("worker-a").resource(r).isolation(sp::Isolation::pessimistic));
     co_await s.write("round", 99);
     admin.terminate(app);
-    co_await sp::test::eventually([&] { return admin.connections(app) == 0; });
+    co_await sp::test::eventually([&] { return admin.connections(app) == 0; }, 10s,
+                                  "the terminated connections to go");
     auto lost = co_await sp::test::thrown<sp::BackendUnavailableError>([&] { return s.commit(); });
     REQUIRE(lost);
     CHECK(lost->retryable());
@@ -115,5 +118,21 @@ TEST_CASE(
         CHECK(e.value == sp::Value(10));  // the server rolled it back when the connection died
       }
     }
+  });
+}
+
+TEST_CASE("bad input is InvalidArgumentError even when the server is unreachable",
+          "[postgres][integration][validation]") {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const int closed = sp::test::unused_loopback_port();  // nothing listens there
+    sp::PostgresBackend b(ex, fmt::format("postgresql://postgres@127.0.0.1:{}/none", closed),
+                          sp::PostgresOptions().connect_timeout(2s));
+    // The server really is out of reach: a valid call fails as unavailable.
+    auto unavailable = co_await sp::test::thrown<sp::BackendUnavailableError>(
+        [&] { return b.current_fence("offline-job"); });
+    CHECK(unavailable);
+    // Bad input never gets that far.
+    auto wrong = co_await sp::test::bad_input_offline(b);
+    CHECK(wrong == 0);
   });
 }

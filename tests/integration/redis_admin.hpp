@@ -2,6 +2,7 @@
 // (CLIENT LIST, CLIENT KILL, DEL) behind the backend's back.
 #pragma once
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -14,12 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 
 #include "../conformance/redis_fixture.hpp"
+#include "../support/ports.hpp"
 
 namespace statepact::test {
 
@@ -79,6 +82,27 @@ class RedisAdmin {
     return keys;
   }
 
+  // The flags field of CLIENT LIST for the connection called `name` ("" if there is none); a
+  // client whose command waits in the server (blocked, or postponed by CLIENT PAUSE) shows "b".
+  std::string client_flags(const std::string& name) {
+    auto* r = static_cast<redisReply*>(redisCommand(c_, "CLIENT LIST"));
+    if (!r) throw std::runtime_error("CLIENT LIST failed");
+    std::istringstream lines(std::string(r->str, r->len));
+    freeReplyObject(r);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(" name=" + name + " ") == std::string::npos) continue;
+      const auto at = line.find(" flags=");
+      if (at == std::string::npos) return "";
+      return line.substr(at + 7, line.find(' ', at + 7) - at - 7);
+    }
+    return "";
+  }
+
+  // CLIENT PAUSE ... WRITE: the server holds back every write (and every script) until
+  // unpause() or `ms` pass; reads still run.
+  void pause_writes(int ms) { simple(fmt::format("CLIENT PAUSE {} WRITE", ms)); }
+  void unpause() { simple("CLIENT UNPAUSE"); }
+
   int kill_clients_named(const std::string& name) {
     int killed = 0;
     for (const auto& id : clients_named(name)) {
@@ -109,14 +133,19 @@ class RedisAdmin {
   void connect(const std::string& host, int port) {
     c_ = redisConnect(host.c_str(), port);
     if (!c_ || c_->err) throw std::runtime_error("admin connection to redis failed");
+  void simple(const std::string& command) {
+    auto* r = static_cast<redisReply*>(redisCommand(c_, command.c_str()));
+    const bool ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r) freeReplyObject(r);
+    if (!ok) throw std::runtime_error(command + " failed");
   }
 
   redisContext* c_ = nullptr;
 };
 
-// A private redis-server a test starts and stops itself (restarts, unusual settings), on loopback:
-// port STATEPACT_TEST_REDIS_SPARE_PORT, else 57000 + pid % 1000. AOF with fsync always; `extra`
-// adds or overrides settings (e.g. "--maxmemory-policy allkeys-lru").
+// A private redis-server a test starts, stops, crashes and restarts itself, on loopback: port
+// STATEPACT_TEST_REDIS_SPARE_PORT, else one reserved for this process (no two runs share it). AOF
+// with fsync always; `extra` adds or overrides settings (e.g. "--maxmemory-policy allkeys-lru").
 class PrivateRedis {
  public:
   explicit PrivateRedis(std::string extra = "")
@@ -128,16 +157,26 @@ class PrivateRedis {
     start();
   }
   ~PrivateRedis() {
-    stop();
+    if (running()) {
+      if (redisContext* c = redisConnect("127.0.0.1", port_)) {
+        if (auto* r = redisCommand(c, "SHUTDOWN NOSAVE")) freeReplyObject(r);
+        redisFree(c);
+      }
+      // Where SHUTDOWN is renamed, SIGTERM does the same.
+      if (!wait_gone(pid()) && pid() > 0) ::kill(pid(), SIGTERM);
+      wait_gone(pid());
+    }
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+
   PrivateRedis(const PrivateRedis&) = delete;
   PrivateRedis& operator=(const PrivateRedis&) = delete;
 
   int port() const { return port_; }
   std::string url() const { return fmt::format("redis://127.0.0.1:{}/0", port_); }
 
+  // Starts the server and waits until it answers; it must be a new process of ours.
   void start() {
     const auto d = dir_.string();
     const auto cmd = fmt::format(
@@ -145,36 +184,76 @@ class PrivateRedis {
         "--appendfsync always --save '' --pidfile '{}/redis.pid' --logfile '{}/redis.log' {}",
         port_, d, d, d, extra_);
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot start redis-server");
-    for (int i = 0; i < 200 && !ping(); ++i)
+    for (int i = 0; i < 500 && !ping(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!ping()) throw std::runtime_error("private redis-server does not answer");
   }
 
-  // SHUTDOWN fsyncs the AOF first. Where CONFIG or SHUTDOWN is renamed, the pid file's process is
-  // sent SIGTERM, which does the same.
+  // A clean stop: SHUTDOWN (the AOF is fsynced first). Throws unless the process is gone.
   void stop() {
-    if (redisContext* c = redisConnect("127.0.0.1", port_); c && !c->err) {
-      if (auto* r = static_cast<redisReply*>(redisCommand(c, "SHUTDOWN"))) freeReplyObject(r);
-      redisFree(c);
-    } else if (c) {
-      redisFree(c);
+    const pid_t old = pid();
+    redisContext* c = redisConnect("127.0.0.1", port_);
+    if (!c || c->err) {
+      if (c) redisFree(c);
+      throw std::runtime_error("cannot connect to stop the private redis-server");
     }
-    if (ping()) {
-      std::ifstream pid_file(dir_ / "redis.pid");
-      long pid = 0;
-      if (pid_file >> pid && pid > 0) ::kill(static_cast<pid_t>(pid), SIGTERM);
-    }
-    for (int i = 0; i < 200 && ping(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (auto* r = redisCommand(c, "SHUTDOWN")) freeReplyObject(r);  // no reply when it works
+    redisFree(c);
+    if (!wait_gone(old)) throw std::runtime_error("redis-server did not stop");
   }
 
+  // A crash: SIGKILL, nothing flushed on the way out. Throws unless the process is gone.
+  void kill() {
+    const pid_t old = pid();
+    if (old <= 0 || ::kill(old, SIGKILL) != 0) throw std::runtime_error("cannot kill redis-server");
+    if (!wait_gone(old)) throw std::runtime_error("redis-server survived SIGKILL");
+  }
+
+  // INFO server's run_id: a new one for every start of the process.
+  std::string run_id() const {
+    redisContext* c = redisConnect("127.0.0.1", port_);
+    std::string id;
+    if (c && !c->err) {
+      if (auto* r = static_cast<redisReply*>(redisCommand(c, "INFO server"))) {
+        if (r->type == REDIS_REPLY_STRING) {
+          const std::string info(r->str, r->len);
+          const auto at = info.find("run_id:");
+          if (at != std::string::npos) id = info.substr(at + 7, 40);
+        }
+        freeReplyObject(r);
+      }
+    }
+    if (c) redisFree(c);
+    if (id.size() != 40) throw std::runtime_error("no run_id in INFO server");
+    return id;
+  }
+
+  bool running() const { return ping(); }
+
+ private:
+  // STATEPACT_TEST_REDIS_SPARE_PORT if set, else a port reserved for this process.
   static int spare_port() {
     if (const char* p = std::getenv("STATEPACT_TEST_REDIS_SPARE_PORT"); p && *p)
       return std::stoi(p);
-    return 57000 + static_cast<int>(getpid() % 1000);
+    return reserve_loopback_port();
   }
 
- private:
+  pid_t pid() const {
+    std::ifstream in(dir_ / "redis.pid");
+    pid_t p = 0;
+    in >> p;
+    return p;
+  }
+
+  // The process is gone (not even a zombie of ours: redis-server daemonized, so init reaps it).
+  static bool wait_gone(pid_t p) {
+    for (int i = 0; i < 500; ++i) {
+      if (p <= 0 || (::kill(p, 0) != 0 && errno == ESRCH)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
   bool ping() const {
     redisContext* c = redisConnect("127.0.0.1", port_);
     bool ok = false;

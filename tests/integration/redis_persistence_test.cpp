@@ -1,16 +1,14 @@
-// With AOF on, fencing tokens survive a server restart and are never reused; the backend
-// reconnects by itself and reloads its scripts (NOSCRIPT -> EVAL). Runs its own private server,
-// so restarting it disturbs no other test.
+// With AOF on, fencing tokens survive a server restart, clean (SHUTDOWN) or a crash (SIGKILL,
+// with appendfsync always), and are never reused; each restart is confirmed by a new run_id; the
+// backend reconnects by itself and reloads its scripts (NOSCRIPT -> EVAL). Runs its own private
+// server, so restarting it disturbs no other test.
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
-#include <thread>
 
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <hiredis/hiredis.h>
 #include <catch2/catch.hpp>
 
 #include <statepact/redis.hpp>
@@ -40,34 +38,45 @@ asio::awaitable<sp::Token> fence_after_restart(sp::RedisBackend& b, std::string 
 
 TEST_CASE("with AOF, tokens survive a restart and are never reused", "[redis][integration]") {
   sp::test::PrivateRedis server;
-  sp::test::run([&server](asio::any_io_executor ex) -> asio::awaitable<void> {
-    sp::RedisBackend b(ex, server.url());
-    const std::string r = "persisted-job";
-    auto a = co_await b.acquire_lease(r, "worker-a", std::chrono::seconds(30));
-    CHECK(a.token == 1);
-    co_await b.release_lease(a);
-    auto a2 = co_await b.acquire_lease(r, "worker-a", std::chrono::seconds(30));
-    CHECK(a2.token == 2);
+  for (bool crash : {false, true}) {
+    INFO((crash ? "restarted after SIGKILL" : "restarted after SHUTDOWN"));
+    sp::test::run([&server, crash](asio::any_io_executor ex) -> asio::awaitable<void> {
+      sp::RedisBackend b(ex, server.url());
+      const std::string r = crash ? "persisted-job-crash" : "persisted-job";
+      auto a = co_await b.acquire_lease(r, "worker-a", std::chrono::seconds(30));
+      CHECK(a.token == 1);
+      co_await b.release_lease(a);
+      auto a2 = co_await b.acquire_lease(r, "worker-a", std::chrono::seconds(30));
+      CHECK(a2.token == 2);
 
-    server.stop();
-    server.start();
+      const auto before = server.run_id();
+      if (crash)
+        server.kill();
+      else
+        server.stop();
+      CHECK(!server.running());
+      server.start();
+      const auto after = server.run_id();
+      INFO("run_id " << before << " then " << after);
+      REQUIRE(after != before);
 
-    auto fence = co_await fence_after_restart(b, r);
-    CHECK(fence == 2);
-    // The live lease survived too: another owner is refused, the holder can renew. The scripts
-    // are gone from the restarted server, so these also exercise the NOSCRIPT fallback.
-    auto refused = false;
-    try {
-      co_await b.acquire_lease(r, "worker-b", std::chrono::seconds(30));
-    } catch (const sp::LeaseNotAvailableError& e) {
-      refused = e.holder_token() == 2;
-    }
-    CHECK(refused);
-    auto renewed = co_await b.renew_lease(a2, std::nullopt);
-    CHECK(renewed.token == 2);
-    auto released = co_await b.release_lease(renewed);
-    CHECK(released);
-    auto b3 = co_await b.acquire_lease(r, "worker-b", std::chrono::seconds(30));
-    CHECK(b3.token == 3);
-  });
+      auto fence = co_await fence_after_restart(b, r);
+      CHECK(fence == 2);
+      // The live lease survived too: another owner is refused, the holder can renew. The scripts
+      // are gone from the restarted server, so these also exercise the NOSCRIPT fallback.
+      auto refused = false;
+      try {
+        co_await b.acquire_lease(r, "worker-b", std::chrono::seconds(30));
+      } catch (const sp::LeaseNotAvailableError& e) {
+        refused = e.holder_token() == 2;
+      }
+      CHECK(refused);
+      auto renewed = co_await b.renew_lease(a2, std::nullopt);
+      CHECK(renewed.token == 2);
+      auto released = co_await b.release_lease(renewed);
+      CHECK(released);
+      auto b3 = co_await b.acquire_lease(r, "worker-b", std::chrono::seconds(30));
+      CHECK(b3.token == 3);
+    });
+  }
 }

@@ -14,6 +14,7 @@
 
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
+#include "../support/workers.hpp"
 #include "redis_admin.hpp"
 
 namespace sp = statepact;
@@ -58,20 +59,14 @@ TEST_CASE("two backends racing for one lease: one owner at a time, tokens strict
       [&race](asio::any_io_executor ex) -> asio::awaitable<void> {
         sp::RedisBackend first(ex, sp::test::redis_test_url());
         sp::RedisBackend second(ex, sp::test::redis_test_url());
-        std::atomic<int> done{0};
-        std::atomic<int> failed{0};
+        sp::test::Workers pool(ex);
         for (int i = 0; i < per_backend; ++i) {
           for (auto* b : {&first, &second}) {
             const auto owner = fmt::format("{}-{}", b == &first ? "p1" : "p2", i);
-            asio::co_spawn(ex, contender(*b, race, owner, wins), [&](std::exception_ptr e) {
-              if (e) ++failed;
-              ++done;
-            });
+            pool.spawn(contender(*b, race, owner, wins));
           }
         }
-        co_await sp::test::eventually([&] { return done.load() == 2 * per_backend; },
-                                      std::chrono::seconds(60));
-        CHECK(failed.load() == 0);
+        co_await pool.join(std::chrono::seconds(60), "contenders");
       },
       2);
   CHECK(race.overlaps.load() == 0);

@@ -133,10 +133,10 @@ TEST_CASE("an idempotent commit is found again whatever order its request lists 
 // of one slot. The wait-for graph is one key of its own, touched by its own script.
 TEST_CASE("pessimistic locks, waits and deadlock detection run on a one-node cluster",
           "[redis][integration]") {
-  // The cluster bus port is the server's + 10000 unless set: keep it below 65536.
+  // The cluster bus port is the server's + 10000 unless set: a reserved one of its own.
   sp::test::PrivateRedis server(
       fmt::format("--cluster-enabled yes --cluster-config-file nodes.conf --cluster-port {}",
-                  sp::test::PrivateRedis::spare_port() - 20000));
+                  sp::test::reserve_loopback_port()));
   sp::test::RedisAdmin admin(server.port());
   admin.command({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
   for (int i = 0;

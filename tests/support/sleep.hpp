@@ -2,6 +2,8 @@
 #pragma once
 
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 #include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
@@ -15,13 +17,22 @@ inline asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await t.async_wait(asio::use_awaitable);
 }
 
-// Polls pred every few milliseconds until it holds or `limit` passes; returns whether it held.
+// Thrown by a wait that timed out: it fails the test with what was awaited.
+struct WaitTimedOut : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Polls pred every few milliseconds until it holds. If `limit` passes first it throws
+// WaitTimedOut naming `what`: a wait that times out always fails the test, even when its caller
+// forgets to look at the result (which is then always true).
 template <class P>
-asio::awaitable<bool> eventually(P pred,
-                                 std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+asio::awaitable<bool> eventually(P pred, std::chrono::milliseconds limit = std::chrono::seconds(10),
+                                 std::string what = "a condition") {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) co_return false;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw WaitTimedOut("timed out after " + std::to_string(limit.count()) + " ms waiting for " +
+                         what);
     co_await sleep_for(std::chrono::milliseconds(5));
   }
   co_return true;

@@ -1,53 +1,85 @@
-// The usage block of ARCHITECTURE.md, exactly as written there, must compile and run.
+// The usage block of README.md compiles and runs: it is copied below between the markers, and a
+// test compares the copy with the README, so the two cannot drift apart.
 #include <catch2/catch.hpp>
 
-#include <statepact/statepact.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "../support/run.hpp"
 
+// clang-format off
+// ---- begin: README.md usage ----
+#include <statepact/statepact.hpp>
 using namespace std::chrono_literals;
 using statepact::SessionOptions;
 
+asio::awaitable<void> worker(statepact::Manager<statepact::MemoryBackend>& manager) {
+  auto lease = co_await manager.lease("job-42", "worker-a", 30s);      // token 1
+  auto session = co_await manager.session(SessionOptions("worker-a").resource("job-42").fence(lease.token));
+  co_await session.write("status", "running");
+  co_await session.commit();          // LeaseLostError if a newer token exists: stop, re-acquire
+  lease = co_await manager.backend().renew_lease(lease);               // heartbeat before expiry
+  co_await manager.backend().release_lease(lease);
+}
+// ---- end: README.md usage ----
+// clang-format on
+
 namespace {
 
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The text between two marker lines (exclusive), or "" if they are missing.
+std::string between(const std::string& text, const std::string& begin, const std::string& end) {
+  const auto b = text.find(begin);
+  if (b == std::string::npos) return "";
+  const auto start = text.find('\n', b) + 1;
+  const auto e = text.find(end, start);
+  if (e == std::string::npos) return "";
+  return text.substr(start, e - start);
+}
+
 struct Outcome {
-  statepact::Token held_token = 0;
-  statepact::Token fence_after = 0;
+  statepact::Token fence = 0;
   std::optional<statepact::Value> status;
+  statepact::Token next_token = 0;
 };
 
-asio::awaitable<Outcome> architecture_usage() {
-  Outcome out;
-  // ---- begin: ARCHITECTURE.md usage ----
+asio::awaitable<Outcome> run_usage() {
   statepact::MemoryBackend backend;
   statepact::Manager<statepact::MemoryBackend> manager(backend);
-  auto lease = co_await manager.lease("job-42", "worker-a", 30s);
-  auto session =
-      co_await manager.session(SessionOptions("worker-a").resource("job-42").fence(lease.token));
-  co_await session.write("status", "running");
-  co_await session.commit();
-  lease = co_await manager.backend().renew_lease(lease);
-  co_await manager.backend().release_lease(lease);
-
-  statepact::LeaseManager<statepact::MemoryBackend> leases(manager.backend(), 30s);
-  auto work = [&](const statepact::Lease& held) -> asio::awaitable<void> {
-    /* ... fenced by held.token */
-    out.held_token = held.token;
-    co_return;
-  };
-  co_await leases.hold("job-42", "worker-a", work, statepact::HoldOptions().auto_renew(true));
-  // ---- end ----
-  out.fence_after = co_await backend.current_fence("job-42");
+  co_await worker(manager);
+  Outcome out;
+  out.fence = co_await backend.current_fence("job-42");
   out.status = (co_await backend.read("job-42", "status")).value;
+  out.next_token = (co_await backend.acquire_lease("job-42", "worker-b", 30s)).token;
   co_return out;
 }
 
 }  // namespace
 
-TEST_CASE("the ARCHITECTURE.md usage block runs as written", "[unit][usage]") {
-  auto out = statepact::test::run([](asio::any_io_executor) { return architecture_usage(); });
-  CHECK(out.held_token == 2);  // released after the session, so hold got the next token
-  CHECK(out.fence_after == 2);
+TEST_CASE("the README usage block is the one compiled here", "[unit][usage]") {
+  const auto here = std::filesystem::path(__FILE__);
+  const auto readme = slurp(here.parent_path() / ".." / ".." / "README.md");
+  const auto copy = between(slurp(here), "// ---- begin: README.md usage ----",
+                            "// ---- end: README.md usage ----");
+  const auto block = between(readme, "```cpp", "```");
+  REQUIRE(!copy.empty());
+  REQUIRE(!block.empty());
+  CHECK(block == copy);
+}
+
+TEST_CASE("the README usage block runs as written", "[unit][usage]") {
+  auto out = statepact::test::run([](asio::any_io_executor) { return run_usage(); });
+  CHECK(out.fence == 1);  // one lease, token 1, as the comment in the block says
   REQUIRE(out.status);
   CHECK(*out.status == statepact::Value("running"));
+  CHECK(out.next_token == 2);  // released at the end: another owner gets the next token
 }
