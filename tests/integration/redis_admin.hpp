@@ -133,6 +133,8 @@ class RedisAdmin {
   void connect(const std::string& host, int port) {
     c_ = redisConnect(host.c_str(), port);
     if (!c_ || c_->err) throw std::runtime_error("admin connection to redis failed");
+  }
+
   void simple(const std::string& command) {
     auto* r = static_cast<redisReply*>(redisCommand(c_, command.c_str()));
     const bool ok = r && r->type == REDIS_REPLY_STATUS;
