@@ -5,7 +5,8 @@
 
 namespace demo {
 
-// The classic fencing interleaving: a paused owner wakes after a takeover. With and without a fence.
+// The classic fencing interleaving: a paused owner wakes after a takeover. With and without a
+// fence.
 asio::awaitable<void> fencing_story();
 // Five agents race for the last item in stock, under each isolation mode.
 asio::awaitable<void> stock_race();

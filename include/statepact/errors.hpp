@@ -1,4 +1,4 @@
-// The error hierarchy of SPEC.md. Every error says whether re-running the whole transaction on
+// The error hierarchy. Every error says whether re-running the whole transaction on
 // fresh state may succeed (`retryable()`), and carries the names and tokens a reader needs.
 #pragma once
 
@@ -144,10 +144,10 @@ class LeaseLostError : public Error {
   static LeaseLostError fenced_commit(std::string resource, std::string agent_id, Token token,
                                       Token current_fence) {
     // The message first: arguments are evaluated in no fixed order, and two are moved from.
-    std::string what =
-        fmt::format("commit by agent '{}' fenced off on resource '{}': its token {} is older "
-                    "than the current fence {}; stop, re-acquire the lease and re-read",
-                    agent_id, resource, token, current_fence);
+    std::string what = fmt::format(
+        "commit by agent '{}' fenced off on resource '{}': its token {} is older "
+        "than the current fence {}; stop, re-acquire the lease and re-read",
+        agent_id, resource, token, current_fence);
     return LeaseLostError(what, std::move(resource), std::move(agent_id), token, current_fence);
   }
 

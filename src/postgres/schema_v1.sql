@@ -1,7 +1,7 @@
 -- statepact schema, version 1. Runs inside one transaction under the migration advisory lock, with
 -- search_path set to the backend's schema.
 
--- The seed's table: the current owner, token and expiry per resource. `token` is also the
+-- The lease table: the current owner, token and expiry per resource. `token` is also the
 -- high-water mark: release sets expires_at to the epoch and keeps the row.
 CREATE TABLE statepact_leases (
   resource   text PRIMARY KEY,

@@ -23,7 +23,7 @@ class FaultyBackend {
   int commits_applied_then_unknown = 0;  // the next n commits are applied, then reported unknown
   int commits_lost_unknown = 0;          // the next n commits never arrive, reported unknown
   int commits_unavailable = 0;  // after those, the next n find the server down: nothing sent
-  int renewals_failing = 0;              // the next n renewals throw renewal_failure's text
+  int renewals_failing = 0;     // the next n renewals throw renewal_failure's text
   std::string renewal_failure = "LOADING Redis is loading the dataset in memory";
   int commits_sent = 0;
   int renewals_sent = 0;
