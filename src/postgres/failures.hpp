@@ -232,8 +232,17 @@ auto autocommit(Link& link, Outcome outcome, bool has_idempotency_key, F f) {
       rethrow_mapped(link, Outcome::nothing_applied, has_idempotency_key);
     }
     const bool may_resend = outcome == Outcome::read_only && !again;
+    std::exception_ptr failure;
     try {
       return f(*n);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    // The transaction refers to the connection: it must end before the mapping below drops that
+    // connection (its destructor would touch a freed connection and crash the process).
+    n.reset();
+    try {
+      std::rethrow_exception(failure);
     } catch (const pqxx::broken_connection& e) {
       if (!may_resend) connection_lost(link, e.what(), outcome, has_idempotency_key);
     } catch (const pqxx::sql_error& e) {
@@ -241,7 +250,6 @@ auto autocommit(Link& link, Outcome outcome, bool has_idempotency_key, F f) {
     } catch (...) {
       rethrow_mapped(link, outcome, has_idempotency_key);
     }
-    n.reset();
     link.drop();
   }
 }
