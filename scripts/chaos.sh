@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fault injection: runs every workload of tests/chaos against a private server while nemeses pause
-# and kill clients, kill and restart the server and cut connections, then checks the recorded
-# history (docs/reliability.md). Exits non-zero on any anomaly and keeps that run's histories.
+# and kill clients, kill and restart the server, cut connections, slow down and partition the
+# network (through two TCP relays) and skew clocks, then checks the recorded history
+# (docs/reliability.md). Exits non-zero on any anomaly and keeps that run's histories.
 #
 #   bash scripts/chaos.sh postgres|redis|all|memory [SECONDS]     (default 60 seconds)
 #
@@ -11,12 +12,19 @@
 #   STATEPACT_CHAOS_REDIS_FSYNC   appendfsync of the Redis server: always (safe, default), everysec,
 #                                 no; or none: no AOF at all (unsafe, to see the checker catch it)
 #   STATEPACT_CHAOS_REDIS_PORT    default 56479;  STATEPACT_CHAOS_PG_PORT  default 55532
+#                                 (the two relays listen on the next two ports)
+#   STATEPACT_CHAOS_NEMESES       the faults to inject, comma-separated (default: all of
+#                                 pause-client,kill-client,kill-server,kill-connections,net-latency,
+#                                 net-drop,net-partition,clock-jump-server,clock-skew-client;
+#                                 clock-jump-server is PostgreSQL only: libfaketime cannot start
+#                                 inside redis-server, whose jemalloc reads the clock first)
 #   STATEPACT_CHAOS_KEEP=1        keep the histories of a clean run too
 #   STATEPACT_CHAOS_BUILD_DIR     a configured build tree to build the programs in (default build/chaos)
 #
 # Everything runs on loopback, in build/chaos-run; servers and clients it started are stopped on
 # exit, also on Ctrl-C. Run as root (PostgreSQL is started through runuser).
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "chaos.sh: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 STATEPACT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$STATEPACT_ROOT/scripts/lib/packages.sh"
 
@@ -64,7 +72,29 @@ export STATEPACT_REDIS_PORT=${STATEPACT_CHAOS_REDIS_PORT:-56479}
 export STATEPACT_PG_PORT=${STATEPACT_CHAOS_PG_PORT:-55532}
 RANDOM=$seed
 
-ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}"
+all_nemeses=(pause-client kill-client kill-server kill-connections net-latency net-drop net-partition
+  clock-jump-server clock-skew-client)
+default_nemeses=("${all_nemeses[@]}")
+[ "$backend" = redis ] && default_nemeses=("${all_nemeses[@]/clock-jump-server/}")
+IFS=, read -r -a nemeses <<<"${STATEPACT_CHAOS_NEMESES:-$(
+  IFS=,
+  echo "${default_nemeses[*]}"
+)}"
+nemeses=($(printf '%s\n' "${nemeses[@]}" | grep -v '^$'))
+for n in "${nemeses[@]}"; do
+  [[ " ${all_nemeses[*]} " == *" $n "* ]] || {
+    echo "chaos.sh: unknown nemesis '$n' in STATEPACT_CHAOS_NEMESES (known: ${all_nemeses[*]})" >&2
+    exit 2
+  }
+  if [ "$n" = clock-jump-server ] && [ "$backend" = redis ]; then
+    echo "chaos.sh: clock-jump-server needs libfaketime in the server, which redis-server cannot" \
+      "start with (its jemalloc reads the clock before libfaketime is ready)" >&2
+    exit 2
+  fi
+done
+enabled() { [[ " ${nemeses[*]} " == *" $1 "* ]]; }
+
+ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}" faketime
 
 # STATEPACT_CHAOS_BUILD_DIR: an existing build tree to take the programs from (the test command
 # passes its normal tree, so nothing is compiled twice); otherwise build/chaos.
@@ -77,15 +107,27 @@ if [ -z "${STATEPACT_CHAOS_BUILD_DIR:-}" ]; then
     -DSTATEPACT_BUILD_BENCH=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_PACKAGING_TESTS=OFF \
     -DSTATEPACT_HEADER_CHECKS=OFF >/dev/null
 fi
-cmake --build "$build" -j 2 --target statepact_chaos_client statepact_chaos_check >/dev/null
+cmake --build "$build" -j 2 --target statepact_chaos_client statepact_chaos_check statepact_chaos_relay >/dev/null
 client_bin="$build/tests/chaos/statepact_chaos_client"
 check_bin="$build/tests/chaos/statepact_chaos_check"
+relay_bin="$build/tests/chaos/statepact_chaos_relay"
+libfaketime=$(dpkg -L libfaketime | grep '/libfaketime\.so\.1$' | head -n 1)
 
 run_root="$STATEPACT_ROOT/build/chaos-run"
 export STATEPACT_RUN_DIR="$run_root/$backend"
 history="$run_root/history-$backend-$(date +%Y%m%d-%H%M%S)-seed$seed"
 mkdir -p "$history"
 nemesis_file="$history/nemesis.jsonl"
+
+# The server's clock: libfaketime reads this offset (seconds, only ever growing) at most a second
+# after it changes; the clock-jump-server nemesis moves it forward so leases expire early.
+# CLOCK_MONOTONIC stays real everywhere: the history's order is measured on it.
+server_clock="$history/server-clock"
+server_offset=0
+echo "+0" >"$server_clock"
+server_env=()
+[ "$backend" = postgres ] && server_env=(LD_PRELOAD="$libfaketime" FAKETIME_TIMESTAMP_FILE="$server_clock"
+  FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
 
 # A redis-server that always gets the chosen appendfsync, also when redis_start restarts it.
 mkdir -p "$STATEPACT_RUN_DIR/bin"
@@ -100,6 +142,7 @@ source "$STATEPACT_ROOT/scripts/servers/$backend.sh"
 
 declare -A client_pid=()      # client id -> pid
 declare -A client_workload=() # client id -> workload
+relay_pid=()
 next_client=1
 stopping=0
 
@@ -110,6 +153,7 @@ cleanup() {
     kill -CONT "${client_pid[$id]}" 2>/dev/null || true
     kill -KILL "${client_pid[$id]}" 2>/dev/null || true
   done
+  for pid in "${relay_pid[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   "${backend}_stop" || true
 }
@@ -119,9 +163,12 @@ trap 'echo "chaos.sh: interrupted" >&2; exit 130' INT TERM
 # Fresh server data: a previous run's entries would look like writes nobody made.
 "${backend}_stop" || true
 rm -rf "${STATEPACT_RUN_DIR:?}/redis" "${STATEPACT_RUN_DIR:?}/postgres"
-echo "==> starting $backend (port $([ "$backend" = redis ] && echo "$STATEPACT_REDIS_PORT" ||
-  echo "$STATEPACT_PG_PORT"))"
-"${backend}_start"
+# PostgreSQL is started by pg_ctl, which passes its environment on to the server.
+server_start() { env "${server_env[@]}" bash -c "source '$STATEPACT_ROOT/scripts/servers/$backend.sh'; ${backend}_start" >/dev/null; }
+server_port=$([ "$backend" = redis ] && echo "$STATEPACT_REDIS_PORT" || echo "$STATEPACT_PG_PORT")
+echo "==> starting $backend (port $server_port)"
+server_start
+"${backend}_start" >/dev/null # exports the URL here (the server is up: it only checks)
 if [ "$backend" = redis ]; then
   url=$STATEPACT_TEST_REDIS_URL
 else
@@ -132,6 +179,27 @@ case "$url" in *127.0.0.1* | *localhost*) ;; *)
   exit 2
   ;;
 esac
+
+# Two relays, each carrying half of the clients, so a network fault can cut off some clients while
+# the others go on (and take over their leases).
+relay_url=()
+for r in 0 1; do
+  port=$((server_port + 1 + r))
+  echo "normal 0 0" >"$history/relay-$r.control"
+  "$relay_bin" --listen "$port" --to "$server_port" --control "$history/relay-$r.control" \
+    2>>"$history/clients.log" &
+  relay_pid[$r]=$!
+  relay_url[$r]=${url/:$server_port\//:$port\/}
+done
+relay_state=("normal 0 0" "normal 0 0")
+relay_drops=(0 0)
+set_relay() { # relay mode latency_ms [drop]
+  local r=$1
+  [ "${4:-}" = drop ] && relay_drops[$r]=$((relay_drops[$r] + 1))
+  relay_state[$r]="$2 $3 ${relay_drops[$r]}"
+  echo "${relay_state[$r]}" >"$history/relay-$r.control.tmp"
+  mv "$history/relay-$r.control.tmp" "$history/relay-$r.control"
+}
 
 now_s() { date +%s; }
 start_s=$(now_s)
@@ -146,11 +214,19 @@ keys_of() {
 }
 
 start_client() { # workload
-  local w=$1 id=$next_client remaining
+  local w=$1 id=$next_client remaining skew=()
   next_client=$((next_client + 1))
   remaining=$((end_s - $(now_s)))
   [ "$remaining" -ge 1 ] || return 0
-  "$client_bin" --backend "$backend" --url "$url" --workload "$w" --client "$id" \
+  # Some clients run with a wall clock far off: storage decides expiry, so it must not matter.
+  if enabled clock-skew-client && [ $((RANDOM % 4)) -eq 0 ]; then
+    local offset="+$((1 + RANDOM % 48))h"
+    [ $((RANDOM % 2)) -eq 0 ] || offset=${offset/+/-}
+    skew=(env LD_PRELOAD="$libfaketime" FAKETIME="$offset" FAKETIME_DONT_FAKE_MONOTONIC=1)
+    log_fault clock-skew-client start "{\"client\": $id, \"offset\": \"$offset\"}"
+    log_fault clock-skew-client end
+  fi
+  "${skew[@]}" "$client_bin" --backend "$backend" --url "${relay_url[$((id % 2))]}" --workload "$w" --client "$id" \
     --duration "$remaining" --seed "$seed" --resources "$(resources_of "$w")" --keys "$(keys_of "$w")" \
     --history "$history/client-$id.jsonl" 2>>"$history/clients.log" &
   client_pid[$id]=$!
@@ -218,10 +294,11 @@ kill_connections() {
 }
 
 nemesis() {
-  local kind id pid ms n
-  case $((RANDOM % 4)) in
-    0)
-      kind=pause-client
+  local kind id pid ms n r mode
+  kind=${nemeses[$((RANDOM % ${#nemeses[@]}))]}
+  case $kind in
+    clock-skew-client) return 0 ;; # applied when clients start
+    pause-client)
       id=$(random_client) || return 0
       pid=${client_pid[$id]}
       ms=$((600 + RANDOM % 1400)) # past every lease ttl (at most 500 ms)
@@ -231,8 +308,7 @@ nemesis() {
       kill -CONT "$pid" 2>/dev/null || true
       log_fault "$kind" end
       ;;
-    1)
-      kind=kill-client
+    kill-client)
       id=$(random_client) || return 0
       log_fault "$kind" start "{\"client\": $id}"
       kill -KILL "${client_pid[$id]}" 2>/dev/null || true
@@ -241,20 +317,52 @@ nemesis() {
       start_client "${client_workload[$id]}"
       log_fault "$kind" end
       ;;
-    2)
-      kind=kill-server
+    kill-server)
       ms=$((RANDOM % 1000))
       log_fault "$kind" start "{\"down_ms\": $ms}"
       server_kill
       sleep_ms $ms
-      "${backend}_start" >/dev/null
+      server_start
       log_fault "$kind" end
       ;;
-    3)
-      kind=kill-connections
+    kill-connections)
       log_fault "$kind" start
       n=$(kill_connections)
       log_fault "$kind" end "{\"killed\": ${n:-0}}"
+      ;;
+    net-latency)
+      r=$((RANDOM % 2)) n=$((20 + RANDOM % 400)) ms=$((500 + RANDOM % 2500))
+      log_fault "$kind" start "{\"relay\": $r, \"latency_ms\": $n, \"ms\": $ms}"
+      set_relay $r normal $n
+      sleep_ms $ms
+      set_relay $r normal 0
+      log_fault "$kind" end
+      ;;
+    net-drop)
+      r=$((RANDOM % 2))
+      log_fault "$kind" start "{\"relay\": $r}"
+      set_relay $r normal 0 drop
+      sleep_ms 50
+      log_fault "$kind" end
+      ;;
+    net-partition)
+      r=$((RANDOM % 2)) ms=$((300 + RANDOM % 2700))
+      mode=$(echo partition-up partition-down partition-both | cut -d' ' -f$((1 + RANDOM % 3)))
+      log_fault "$kind" start "{\"relay\": $r, \"mode\": \"$mode\", \"ms\": $ms}"
+      set_relay $r "$mode" 0
+      sleep_ms $ms
+      set_relay $r normal 0
+      log_fault "$kind" end
+      ;;
+    clock-jump-server)
+      # Forward only, past every lease ttl: leases expire early, and stale writers must still fail.
+      n=$((1 + RANDOM % 5))
+      server_offset=$((server_offset + n))
+      log_fault "$kind" start "{\"seconds\": $n, \"offset\": $server_offset}"
+      echo "+$server_offset" >"$server_clock.tmp"
+      mv "$server_clock.tmp" "$server_clock"
+      sleep_ms 1100 # libfaketime rereads the offset within a second
+      log_fault "$kind" end
       ;;
   esac
 }
@@ -284,7 +392,7 @@ for id in "${!client_pid[@]}"; do
 done
 
 echo "==> final reads"
-"${backend}_start" >/dev/null # idempotent: makes sure the server answers
+server_start # idempotent: makes sure the server answers
 final_id=900000
 for w in "${workloads[@]}"; do
   timeout 120 "$client_bin" --backend "$backend" --url "$url" --workload "$w" --client $final_id \

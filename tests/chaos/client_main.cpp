@@ -18,7 +18,9 @@
 // CommitUnknownError is "unknown"; anything else escaping the library is a broken contract,
 // recorded as "unknown" with "foreign": true and reported on stderr. The client never decides by
 // its own clock that a lease expired: it keeps writing with its token and storage decides.
+#include <execinfo.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -645,8 +647,23 @@ int nemesis_line(int argc, char** argv) {
   return 0;
 }
 
+// A client that crashes leaves its stack in clients.log, so a crash under faults can be traced to
+// the library call that made it (only async-signal-safe calls here).
+void on_crash(int sig) {
+  static const char msg[] = "statepact_chaos_client: crashed; stack:\n";
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "nemesis") return nemesis_line(argc, argv);
+  signal(SIGSEGV, on_crash);
+  signal(SIGBUS, on_crash);
+  signal(SIGABRT, on_crash);
   const Args args = parse(argc, argv);
   HistoryFile history(args.history);
   const std::string name = fmt::format("chaos-{}", args.client);
