@@ -9,6 +9,13 @@
 //
 // --final does the final reads of the workload instead (after every client stopped).
 //
+//   statepact_chaos_client memory --dir DIR [--duration SECONDS] [--seed N] [--clients N]
+//
+// runs a whole fault-injection run against one in-process memory backend: N clients per workload,
+// each on its own thread, while a nemesis thread pauses clients (blocks their thread past every
+// lease ttl), kills them (stops their thread mid-operation and starts a new client) and jumps the
+// backend's clock forward; then the final reads. Histories go to DIR as for the server backends.
+//
 //   statepact_chaos_client nemesis FILE KIND start|end [ARGS_JSON]
 //
 // appends one fault line to FILE, with this machine's CLOCK_MONOTONIC like every client line (the
@@ -23,27 +30,37 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <future>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include <statepact/backends/memory.hpp>
 #include <statepact/statepact.hpp>
 #ifdef STATEPACT_HAVE_POSTGRES
 #include <statepact/postgres.hpp>
@@ -66,7 +83,12 @@ struct Args {
   int resources = 3;
   int keys = 8;
   bool final_reads = false;
+  // Memory runs: set when the nemesis kills this client (its thread is then cancelled).
+  const std::atomic<bool>* killed = nullptr;
 };
+
+// Thrown through a killed in-process client's coroutine: no completion is recorded after it.
+struct Killed {};
 
 [[noreturn]] void bad(const std::string& msg) {
   std::cerr << "statepact_chaos_client: " << msg
@@ -216,6 +238,7 @@ class Client {
 
  private:
   bool over() const { return std::chrono::steady_clock::now() >= deadline_; }
+  bool killed() const { return args_.killed && args_.killed->load(); }
 
   int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
@@ -234,6 +257,7 @@ class Client {
 
   asio::awaitable<std::optional<json>> record(const char* op, json args,
                                               asio::awaitable<json> body) {
+    if (killed()) throw Killed{};
     history_.line(json{{"client", args_.client}, {"op", op}, {"phase", "invoke"}, {"args", args}});
     std::string phase = "ok";
     json ret = json::object();
@@ -246,12 +270,15 @@ class Client {
       phase = "fail";
       ret = json{{"code", sp::to_string(e.code())}, {"error", e.what()}};
     } catch (const std::exception& e) {
+      // A killed client's operation stays open, as a SIGKILLed process leaves it.
+      if (killed()) throw Killed{};
       phase = "unknown";
       ret = json{{"foreign", true}, {"error", e.what()}};
       ++foreign_;
       std::cerr << fmt::format("chaos client {}: {} threw a non-statepact exception: {}\n",
                                args_.client, op, e.what());
     }
+    if (killed()) throw Killed{};
     history_.line(json{{"client", args_.client}, {"op", op}, {"phase", phase}, {"ret", ret}});
     if (phase == "ok") co_return ret;
     // A short pause after a failure, so a server that is down is not hammered in a tight loop.
@@ -628,6 +655,199 @@ int run_client(const Args& args, const Options& options, HistoryFile& history) {
   return status;
 }
 
+// ---- the memory backend: clients, nemesis and storage in one process ----------------------------
+
+int resources_of(const std::string& w) {
+  return w == "increments" ? 1 : 3;
+}
+int keys_of(const std::string& w) {
+  return w == "bank" ? 8 : w == "list-append" ? 6 : 1;
+}
+
+asio::awaitable<void> memory_client(sp::MemoryBackend& backend, const Args& args,
+                                    HistoryFile& history) {
+  Client<sp::MemoryBackend> client(backend, args, history);
+  co_await client.run();
+}
+
+// One client "process": its own thread and io_context. Killing it stops the thread wherever its
+// coroutine is and destroys the coroutine: an operation it had invoked never completes (unknown),
+// as with SIGKILL.
+class MemoryClient {
+ public:
+  MemoryClient(sp::MemoryBackend& backend, Args args)
+      : args_(std::move(args)), history_(args_.history) {
+    args_.killed = &killed_;
+    auto done = [this](std::exception_ptr e) {
+      if (!e || killed_) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        std::cerr << fmt::format("chaos client {}: stopped by {}\n", args_.client, x.what());
+      } catch (...) {
+        std::cerr << fmt::format("chaos client {}: stopped by a non-std exception\n", args_.client);
+      }
+    };
+    asio::co_spawn(io_, memory_client(backend, args_, history_),
+                   asio::bind_cancellation_slot(cancel_.slot(), done));
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~MemoryClient() {
+    if (thread_.joinable()) thread_.join();
+  }
+  MemoryClient(const MemoryClient&) = delete;
+  MemoryClient& operator=(const MemoryClient&) = delete;
+
+  const Args& args() const { return args_; }
+  bool done() { return io_.stopped(); }
+  // Cancels the client wherever it is (a lock wait, a pause, between operations); the operation it
+  // had invoked gets no completion. Its sessions end as their coroutine unwinds, as a server ends
+  // a dead client's sessions. Returns false if the client did not stop within `patience`.
+  bool kill(milliseconds patience = milliseconds(10'000)) {
+    killed_ = true;
+    asio::post(io_, [this] { cancel_.emit(asio::cancellation_type::terminal); });
+    const auto until = std::chrono::steady_clock::now() + patience;
+    while (!io_.stopped() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(milliseconds(5));
+    if (!io_.stopped()) return false;
+    thread_.join();
+    return true;
+  }
+  // Blocks the client's thread until `resume` is ready, like SIGSTOP until SIGCONT.
+  void pause(std::shared_future<void> resume) {
+    asio::post(io_, [resume] { resume.wait(); });
+  }
+
+ private:
+  Args args_;
+  HistoryFile history_;
+  std::atomic<bool> killed_{false};
+  asio::cancellation_signal cancel_;
+  asio::io_context io_;
+  std::thread thread_;
+};
+
+int memory_run(int argc, char** argv) {
+  std::string dir;
+  double duration_s = 30;
+  std::uint64_t seed = 1;
+  int clients = 3;
+  for (int i = 2; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) bad(fmt::format("{} needs a value", k));
+    const std::string v = argv[i + 1];
+    if (k == "--dir")
+      dir = v;
+    else if (k == "--duration")
+      duration_s = static_cast<double>(number(k, v, 1, 86'400));
+    else if (k == "--seed")
+      seed = static_cast<std::uint64_t>(number(k, v, 0, std::numeric_limits<long long>::max()));
+    else if (k == "--clients")
+      clients = static_cast<int>(number(k, v, 1, 64));
+    else
+      bad(fmt::format("unknown option '{}' for memory", k));
+  }
+  if (dir.empty()) bad("memory needs --dir");
+
+  // The backend's clock: real time plus an offset the nemesis only ever moves forward.
+  auto offset = std::make_shared<std::atomic<long long>>(0);
+  sp::MemoryBackend backend(sp::MemoryOptions().clock(
+      [offset] { return sp::Clock::now() + std::chrono::milliseconds(offset->load()); }));
+  HistoryFile nemesis_log(dir + "/nemesis.jsonl");
+  std::mt19937_64 rng(seed);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+
+  const std::vector<std::string> workloads{"fenced-log", "bank", "list-append", "increments"};
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(static_cast<long long>(duration_s * 1000));
+  auto remaining_s = [&end] {
+    return std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();
+  };
+  std::deque<std::unique_ptr<MemoryClient>> live;
+  int next_id = 1;
+  auto start = [&](const std::string& workload) {
+    Args a;
+    a.backend = "memory";
+    a.workload = workload;
+    a.client = next_id++;
+    a.history = fmt::format("{}/client-{}.jsonl", dir, a.client);
+    a.duration_s = remaining_s();
+    a.seed = seed;
+    a.resources = resources_of(workload);
+    a.keys = keys_of(workload);
+    if (a.duration_s >= 1) live.push_back(std::make_unique<MemoryClient>(backend, a));
+  };
+  for (const auto& w : workloads)
+    for (int i = 0; i < clients; ++i) start(w);
+
+  while (remaining_s() > 0) {
+    std::this_thread::sleep_for(milliseconds(uniform(300, 1500)));
+    if (remaining_s() <= 0 || live.empty()) break;
+    const int kind = uniform(0, 2);
+    const std::size_t pick =
+        static_cast<std::size_t>(uniform(0, static_cast<int>(live.size()) - 1));
+    MemoryClient& victim = *live[pick];
+    if (kind == 0) {
+      const int ms = uniform(600, 2000);  // past every lease ttl (at most 500 ms)
+      nemesis_log.line(json{{"nemesis", "pause-client"},
+                            {"phase", "start"},
+                            {"args", {{"client", victim.args().client}, {"ms", ms}}}});
+      std::promise<void> resume;
+      victim.pause(resume.get_future().share());
+      std::this_thread::sleep_for(milliseconds(ms));
+      resume.set_value();
+      nemesis_log.line(json{{"nemesis", "pause-client"}, {"phase", "end"}});
+    } else if (kind == 1) {
+      nemesis_log.line(json{{"nemesis", "kill-client"},
+                            {"phase", "start"},
+                            {"args", {{"client", victim.args().client}}}});
+      const std::string workload = victim.args().workload;
+      if (!victim.kill()) {
+        std::cerr << fmt::format("chaos client {}: did not stop within 10 s of its cancellation\n",
+                                 victim.args().client);
+        std::_Exit(4);
+      }
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
+      start(workload);
+      nemesis_log.line(json{{"nemesis", "kill-client"}, {"phase", "end"}});
+    } else {
+      const int seconds = uniform(1, 5);
+      nemesis_log.line(json{
+          {"nemesis", "clock-jump-server"}, {"phase", "start"}, {"args", {{"seconds", seconds}}}});
+      offset->fetch_add(seconds * 1000LL);
+      nemesis_log.line(json{{"nemesis", "clock-jump-server"}, {"phase", "end"}});
+    }
+  }
+  // Clients stop by themselves at the deadline; one still busy after a grace period is killed.
+  const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (auto& c : live) {
+    while (!c->done() && std::chrono::steady_clock::now() < grace)
+      std::this_thread::sleep_for(milliseconds(50));
+    if (!c->done() && !c->kill()) {
+      std::cerr << fmt::format("chaos client {}: did not stop at the end of the run\n",
+                               c->args().client);
+      std::_Exit(4);
+    }
+  }
+  live.clear();
+
+  int final_id = 900'000;
+  for (const auto& w : workloads) {
+    Args a;
+    a.backend = "memory";
+    a.workload = w;
+    a.client = final_id++;
+    a.history = fmt::format("{}/final-{}.jsonl", dir, w);
+    a.seed = seed;
+    a.resources = resources_of(w);
+    a.keys = keys_of(w);
+    a.final_reads = true;
+    MemoryClient reader(backend, a);
+    while (!reader.done()) std::this_thread::sleep_for(milliseconds(10));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int nemesis_line(int argc, char** argv) {
@@ -660,10 +880,11 @@ void on_crash(int sig) {
 }
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "nemesis") return nemesis_line(argc, argv);
   signal(SIGSEGV, on_crash);
   signal(SIGBUS, on_crash);
   signal(SIGABRT, on_crash);
+  if (argc > 1 && std::string(argv[1]) == "nemesis") return nemesis_line(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "memory") return memory_run(argc, argv);
   const Args args = parse(argc, argv);
   HistoryFile history(args.history);
   const std::string name = fmt::format("chaos-{}", args.client);
