@@ -166,6 +166,10 @@ class MemoryBackend {
       waiters_[ticket] = waiter;
       waiter->ticket = ticket;
     }
+    // If this coroutine is destroyed while it waits (its io_context shut down), the wait must not
+    // stay queued: it would be granted the lock later, and its channel is bound to a dead
+    // io_context. Normal exits below dismiss this guard after doing the same under the mutex.
+    AbandonedWait abandoned(this, waiter, session, lock_key);
     // The timer and the granting thread both post into a thread-safe channel, so whichever comes
     // first wakes the waiter and the other is a no-op.
     asio::steady_timer timer(ex, timeout);
@@ -175,6 +179,7 @@ class MemoryBackend {
     auto [ec, unused] =
         co_await waiter->channel.async_receive(asio::experimental::as_tuple(asio::use_awaitable));
     timer.cancel();
+    abandoned.waiter = nullptr;
     std::vector<detail::LockTable::Grant> granted;
     {
       std::lock_guard guard(mu_);
@@ -293,6 +298,28 @@ class MemoryBackend {
     // void(error_code) alone is ambiguous in Asio 1.22's channel traits; the int is unused.
     asio::experimental::concurrent_channel<void(std::error_code, int)> channel;
     std::uint64_t ticket = 0;
+  };
+
+  // Withdraws a lock wait whose coroutine was destroyed mid-wait (see lock()).
+  struct AbandonedWait {
+    AbandonedWait(MemoryBackend* b, std::shared_ptr<LockWaiter> w, SessionId s, std::string k)
+        : backend(b), waiter(std::move(w)), session(s), lock_key(std::move(k)) {}
+    AbandonedWait(const AbandonedWait&) = delete;
+    AbandonedWait& operator=(const AbandonedWait&) = delete;
+    MemoryBackend* backend;
+    std::shared_ptr<LockWaiter> waiter;
+    SessionId session;
+    std::string lock_key;
+    ~AbandonedWait() {
+      if (!waiter) return;
+      std::vector<detail::LockTable::Grant> granted;
+      {
+        std::lock_guard guard(backend->mu_);
+        backend->waiters_.erase(waiter->ticket);
+        granted = backend->locks_.cancel_wait(session, lock_key);
+      }
+      backend->wake(granted);
+    }
   };
 
   const ResourceData& find_resource(const std::string& name) const {
