@@ -25,9 +25,8 @@ asio::awaitable<void> process_job(sp::Manager<Backend>& manager, const sp::Lease
   }
 }
 
-asio::awaitable<void> worker(sp::Manager<Backend>& manager) {
-  co_await manager.register_resource("job-42", sp::Value::object());
-  sp::LeaseManager<Backend> leases(manager.backend(), 300ms);
+asio::awaitable<void> worker(sp::Manager<Backend>& manager, sp::LeaseManager<Backend>& leases) {
+  // hold() registers job-42 if needed, renews every third of the ttl, and releases at the end.
   auto job = [&manager](const sp::Lease& lease) { return process_job(manager, lease); };
   try {
     co_await leases.hold("job-42", "worker-a", job, sp::HoldOptions().auto_renew(true));
@@ -36,7 +35,7 @@ asio::awaitable<void> worker(sp::Manager<Backend>& manager) {
     std::printf("lost the lease: %s\n", e.what());
     throw;
   }
-  auto fence = co_await manager.backend().current_fence("job-42");
+  auto fence = co_await leases.current_fence("job-42");
   std::printf("done; lease released, high-water token stays %llu\n",
               static_cast<unsigned long long>(fence));
 }
@@ -44,9 +43,10 @@ asio::awaitable<void> worker(sp::Manager<Backend>& manager) {
 int main() {
   asio::io_context io;
   Backend backend;
-  sp::Manager<Backend> manager(backend);
+  sp::Manager<Backend> manager(backend);             // transactions
+  sp::LeaseManager<Backend> leases(backend, 300ms);  // leases; 300 ms is the default ttl
   int rc = 0;
-  asio::co_spawn(io, worker(manager), [&](std::exception_ptr e) { rc = e ? 1 : 0; });
+  asio::co_spawn(io, worker(manager, leases), [&](std::exception_ptr e) { rc = e ? 1 : 0; });
   io.run();
   return rc;
 }

@@ -42,6 +42,7 @@ asio::awaitable<std::string> tell(bool fenced) {
   sp::testing::ManualClock clock;
   sp::MemoryBackend backend(sp::MemoryOptions().clock(clock.source()));
   sp::Manager<sp::MemoryBackend> manager(backend);
+  sp::LeaseManager<sp::MemoryBackend> leases(backend);
   Timeline timeline(clock);
   auto options = [&](const std::string& who, const sp::Lease& lease) {
     auto o = sp::SessionOptions(who).resource("job-42");
@@ -49,7 +50,7 @@ asio::awaitable<std::string> tell(bool fenced) {
     return o;
   };
 
-  auto a = co_await manager.lease("job-42", "worker-a", 30s);
+  auto a = co_await leases.lease("job-42", "worker-a", 30s);
   timeline.add("worker-a", "acquires the lease on job-42 (ttl 30s)",
                fmt::format("token {}", a.token));
   clock.advance(100ms);
@@ -65,7 +66,7 @@ asio::awaitable<std::string> tell(bool fenced) {
   clock.advance(30s);
   timeline.add("", "worker-a's lease expires; it does not know", "");
   clock.advance(1s);
-  auto b = co_await manager.lease("job-42", "worker-b", 30s);
+  auto b = co_await leases.lease("job-42", "worker-b", 30s);
   timeline.add("worker-b", "acquires the lease on job-42", fmt::format("token {}", b.token));
   clock.advance(2s);
   {

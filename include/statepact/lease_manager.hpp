@@ -1,5 +1,6 @@
-// Holding a lease for the length of a job: acquire (optionally waiting), renew in the background,
-// release on every exit path, and never lose ownership silently.
+// The lease entry point: take, renew and release leases, ask for the fence, and hold a lease for
+// the length of a job (acquire, optionally waiting; renew in the background; release on every
+// exit path; never lose ownership silently).
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/detail/backoff.hpp>
+#include <statepact/detail/lease_registration.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
@@ -166,28 +168,64 @@ class LeaseManager {
   B& backend() const { return *backend_; }
   milliseconds default_ttl() const { return default_ttl_; }
 
-  // Acquires, waiting up to `wait` for a live lease of another owner to go, with jittered
+  // The calls below are coroutines rather than forwarding the backend's awaitable, so their
+  // arguments live in this frame whatever parameter types a backend chose.
+
+  // Takes the lease (ttl: the default ttl if none is given). Every call here that takes a lease
+  // first registers the resource with an empty state if it does not exist, so a fenced session on
+  // it works. LeaseNotAvailableError while another owner holds a live lease.
+  asio::awaitable<Lease> lease(std::string resource, std::string owner,
+                               std::optional<milliseconds> ttl = std::nullopt) {
+    const milliseconds t = ttl.value_or(default_ttl_);
+    co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
+    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), t);
+  }
+  // The same, and the resource gets `policy` (also when it existed before).
+  asio::awaitable<Lease> lease(std::string resource, std::string owner, milliseconds ttl,
+                               ResourcePolicy policy) {
+    co_await detail::register_for_lease(*backend_, resource, owner, ttl, policy);
+    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+  }
+
+  // lease(), but empty instead of LeaseNotAvailableError while another owner holds a live lease.
+  // Every other error (bad input, storage unavailable, ...) is thrown as lease() throws it.
+  asio::awaitable<std::optional<Lease>> try_acquire(
+      std::string resource, std::string owner, std::optional<milliseconds> ttl = std::nullopt) {
+    const milliseconds t = ttl.value_or(default_ttl_);
+    co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
+    try {
+      co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), t);
+    } catch (const LeaseNotAvailableError&) {
+    }
+    co_return std::nullopt;
+  }
+
+  // lease(), waiting up to `wait` for a live lease of another owner to go, with jittered
   // exponential backoff; at the deadline the last LeaseNotAvailableError propagates.
   asio::awaitable<Lease> acquire(std::string resource, std::string owner,
                                  std::optional<milliseconds> ttl = std::nullopt,
                                  milliseconds wait = milliseconds::zero()) {
     const milliseconds t = ttl.value_or(default_ttl_);
     if (wait < milliseconds::zero()) throw InvalidArgumentError("wait must not be negative");
-    const auto deadline = std::chrono::steady_clock::now() + wait;
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    for (int attempt = 1;; ++attempt) {
-      try {
-        co_return co_await backend_->acquire_lease(resource, owner, t);
-      } catch (const LeaseNotAvailableError&) {
-        if (std::chrono::steady_clock::now() >= deadline) throw;
-      }
-      const auto pause = detail::full_jitter(
-          detail::backoff_ceiling(attempt, milliseconds(5), 2.0, milliseconds(500)),
-          detail::random_unit());
-      timer.expires_after(std::min<std::chrono::steady_clock::duration>(
-          pause, deadline - std::chrono::steady_clock::now()));
-      co_await timer.async_wait(asio::use_awaitable);
-    }
+    co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
+    co_return co_await acquire_registered(std::move(resource), std::move(owner), t, wait);
+  }
+
+  // Extends a live lease this owner holds, keeping its token (ttl: the lease's own if none is
+  // given). LeaseLostError once it expired, was released or was taken over: stop and re-acquire.
+  asio::awaitable<Lease> renew(Lease lease, std::optional<milliseconds> ttl = std::nullopt) {
+    co_return co_await backend_->renew_lease(std::move(lease), ttl);
+  }
+
+  // Ends the lease: true if it was the current lease, false otherwise (never throws for "not the
+  // owner"). The token stays the resource's high-water mark.
+  asio::awaitable<bool> release(Lease lease) {
+    co_return co_await backend_->release_lease(std::move(lease));
+  }
+
+  // The highest token ever issued for the resource, 0 if none.
+  asio::awaitable<Token> current_fence(std::string resource) {
+    co_return co_await backend_->current_fence(std::move(resource));
   }
 
   // Asks storage whether a newer token exists; throws LeaseLostError if so.
@@ -220,13 +258,8 @@ class LeaseManager {
     if (options.wait() < milliseconds::zero() || options.wait() > detail::max_ttl)
       throw InvalidArgumentError(fmt::format("wait must be between 0 and {} ms, got {} ms",
                                              detail::max_ttl.count(), options.wait().count()));
-    detail::validate_name("resource name", resource);
-    detail::validate_name("owner", owner);
-    const bool created = co_await backend_->register_resource(
-        resource, Value::object(), options.policy().value_or(ResourcePolicy{}));
-    if (options.policy() && !created)
-      co_await backend_->set_resource_policy(resource, *options.policy());
-    const Lease initial = co_await acquire(resource, owner, ttl, options.wait());
+    co_await detail::register_for_lease(*backend_, resource, owner, ttl, options.policy());
+    const Lease initial = co_await acquire_registered(resource, owner, ttl, options.wait());
     auto state = std::make_shared<detail::HoldState>(initial);
     HeldLease handle(state);
     std::exception_ptr body_error;
@@ -265,6 +298,25 @@ class LeaseManager {
   }
 
  private:
+  asio::awaitable<Lease> acquire_registered(std::string resource, std::string owner,
+                                            milliseconds ttl, milliseconds wait) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (int attempt = 1;; ++attempt) {
+      try {
+        co_return co_await backend_->acquire_lease(resource, owner, ttl);
+      } catch (const LeaseNotAvailableError&) {
+        if (std::chrono::steady_clock::now() >= deadline) throw;
+      }
+      const auto pause = detail::full_jitter(
+          detail::backoff_ceiling(attempt, milliseconds(5), 2.0, milliseconds(500)),
+          detail::random_unit());
+      timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+          pause, deadline - std::chrono::steady_clock::now()));
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+  }
+
   template <class Body>
   static asio::awaitable<holder_t<typename body_result<Body>::type>> run_body(Body& body,
                                                                               HeldLease handle,

@@ -13,7 +13,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <statepact/backend.hpp>
-#include <statepact/detail/validate.hpp>
+#include <statepact/detail/lease_registration.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/retry.hpp>
 #include <statepact/session.hpp>
@@ -127,13 +127,7 @@ class Manager {
  private:
   asio::awaitable<Lease> lease_impl(std::string resource, std::string owner, milliseconds ttl,
                                     std::optional<ResourcePolicy> policy) {
-    // Check all input before registering: bad input must change nothing.
-    detail::validate_name("resource name", resource);
-    detail::validate_name("owner", owner);
-    detail::validate_ttl(ttl);
-    const bool created = co_await backend_->register_resource(resource, Value::object(),
-                                                              policy.value_or(ResourcePolicy{}));
-    if (policy && !created) co_await backend_->set_resource_policy(resource, *policy);
+    co_await detail::register_for_lease(*backend_, resource, owner, ttl, policy);
     co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
   }
 

@@ -12,13 +12,9 @@
 
 #include <statepact/types.hpp>
 
-namespace statepact::detail::pg {
+#include "conninfo.hpp"
 
-// The passwords a connection string holds (as written and percent-decoded), so that messages can
-// leave them out: libpq quotes parts of a malformed string in its own messages.
-std::vector<std::string> conninfo_secrets(const std::string& conninfo);
-// `text` with every secret replaced by "***".
-std::string redact(std::string text, const std::vector<std::string>& secrets);
+namespace statepact::detail::pg {
 
 struct Settings {
   std::string conninfo;  // with connect_timeout added

@@ -103,7 +103,7 @@ asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl,
 }  // namespace
 
 RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOptions opts)
-    : options(std::move(opts)),
+    : options(with_url_parameters(parse_redis_url(url), std::move(opts))),
       keys(options.key_prefix()),
       ex_(std::move(ex)),
       url_(parse_redis_url(url)),

@@ -6,3 +6,5 @@
 using ConformanceFixtures = std::tuple<statepact::test::MemoryFixture>;
 
 #include "lease_manager_suite.hpp"
+
+#include "lease_api_suite.hpp"

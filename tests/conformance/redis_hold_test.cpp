@@ -6,3 +6,5 @@
 using ConformanceFixtures = std::tuple<statepact::test::RedisFixture>;
 
 #include "lease_manager_suite.hpp"
+
+#include "lease_api_suite.hpp"

@@ -15,13 +15,15 @@
 using namespace std::chrono_literals;
 using statepact::SessionOptions;
 
-asio::awaitable<void> worker(statepact::Manager<statepact::MemoryBackend>& manager) {
-  auto lease = co_await manager.lease("job-42", "worker-a", 30s);      // token 1
+asio::awaitable<void> worker(statepact::Manager<statepact::MemoryBackend>& manager,
+                             statepact::LeaseManager<statepact::MemoryBackend>& leases) {
+  auto lease = co_await leases.lease("job-42", "worker-a", 30s);       // token 1; registers job-42
+  auto busy = co_await leases.try_acquire("job-42", "worker-b", 30s);  // empty: worker-a holds it
   auto session = co_await manager.session(SessionOptions("worker-a").resource("job-42").fence(lease.token));
-  co_await session.write("status", "running");
+  co_await session.write("status", busy ? "double-booked" : "running");
   co_await session.commit();          // LeaseLostError if a newer token exists: stop, re-acquire
-  lease = co_await manager.backend().renew_lease(lease);               // heartbeat before expiry
-  co_await manager.backend().release_lease(lease);
+  lease = co_await leases.renew(lease);                                // heartbeat before expiry
+  co_await leases.release(lease);
 }
 // ---- end: README.md usage ----
 // clang-format on
@@ -55,7 +57,8 @@ struct Outcome {
 asio::awaitable<Outcome> run_usage() {
   statepact::MemoryBackend backend;
   statepact::Manager<statepact::MemoryBackend> manager(backend);
-  co_await worker(manager);
+  statepact::LeaseManager<statepact::MemoryBackend> leases(backend);
+  co_await worker(manager, leases);
   Outcome out;
   out.fence = co_await backend.current_fence("job-42");
   out.status = (co_await backend.read("job-42", "status")).value;

@@ -118,8 +118,10 @@ class RedisImpl;
 
 class RedisBackend {
  public:
-  // url: redis://[[user]:password@]host[:port][/db] or unix:///path/to/socket. Connects on first
-  // use and again after a lost connection.
+  // url: redis://[[user]:password@]host[:port][/db][?parameters] or unix:///path/to/socket;
+  // parameters (timeout, connect_timeout, client_name, ...: docs/backends/redis.md) override
+  // `options`. A malformed URL is an InvalidArgumentError that never shows the password. Connects
+  // on first use and again after a lost connection.
   RedisBackend(asio::any_io_executor ex, std::string url, RedisOptions options = RedisOptions());
   ~RedisBackend();
   RedisBackend(const RedisBackend&) = delete;
