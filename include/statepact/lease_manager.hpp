@@ -24,6 +24,7 @@
 #include <statepact/detail/backoff.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/observer.hpp>
 #include <statepact/types.hpp>
 
 namespace statepact {
@@ -166,6 +167,11 @@ class LeaseManager {
   B& backend() const { return *backend_; }
   milliseconds default_ttl() const { return default_ttl_; }
 
+  // Reports acquisitions, renewals (hold()'s too), losses and releases to `o` (null: to nobody,
+  // the default). Set it before use: not synchronized with calls in flight.
+  void set_observer(Observer* o) { observer_ = o; }
+  Observer* observer() const { return observer_; }
+
   // Acquires, waiting up to `wait` for a live lease of another owner to go, with jittered
   // exponential backoff; at the deadline the last LeaseNotAvailableError propagates.
   asio::awaitable<Lease> acquire(std::string resource, std::string owner,
@@ -174,12 +180,18 @@ class LeaseManager {
     const milliseconds t = ttl.value_or(default_ttl_);
     if (wait < milliseconds::zero()) throw InvalidArgumentError("wait must not be negative");
     const auto deadline = std::chrono::steady_clock::now() + wait;
+    const detail::ObserverTimer took(observer_);
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (int attempt = 1;; ++attempt) {
       try {
-        co_return co_await backend_->acquire_lease(resource, owner, t);
+        Lease lease = co_await backend_->acquire_lease(resource, owner, t);
+        detail::notify_lease(observer_, LeaseEvent::acquired, resource, owner, lease.token, took);
+        co_return lease;
       } catch (const LeaseNotAvailableError&) {
-        if (std::chrono::steady_clock::now() >= deadline) throw;
+        if (std::chrono::steady_clock::now() >= deadline) {
+          detail::notify_lease(observer_, LeaseEvent::not_available, resource, owner, 0, took);
+          throw;
+        }
       }
       const auto pause = detail::full_jitter(
           detail::backoff_ceiling(attempt, milliseconds(5), 2.0, milliseconds(500)),
@@ -193,10 +205,14 @@ class LeaseManager {
   // Asks storage whether a newer token exists; throws LeaseLostError if so.
   asio::awaitable<void> guard(Lease lease) {
     detail::validate_lease(lease);
+    const detail::ObserverTimer took(observer_);
     const Token fence = co_await backend_->current_fence(lease.resource);
-    if (fence > lease.token)
+    if (fence > lease.token) {
+      detail::notify_lease(observer_, LeaseEvent::lost, lease.resource, lease.owner, lease.token,
+                           took);
       throw LeaseLostError(lease.resource, lease.owner, lease.token, fence,
                            "a newer lease token exists");
+    }
     if (fence < lease.token)
       throw InvalidArgumentError(fmt::format("lease token {} for resource '{}' was never issued",
                                              lease.token, lease.resource));
@@ -245,8 +261,9 @@ class LeaseManager {
       auto outcome =
           co_await asio::experimental::make_parallel_group(
               asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
-              asio::co_spawn(ex, renew_loop(backend_, state, every, options.cancel_on_loss()),
-                             asio::experimental::deferred))
+              asio::co_spawn(
+                  ex, renew_loop(backend_, state, every, options.cancel_on_loss(), observer_),
+                  asio::experimental::deferred))
               .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
       body_error = std::get<1>(outcome);
       if (!body_error) result = std::move(std::get<2>(outcome));
@@ -255,7 +272,12 @@ class LeaseManager {
     // Release even when cancelled: cleanup must not be refused by a pending cancellation.
     co_await asio::this_coro::reset_cancellation_state();
     try {
-      co_await backend_->release_lease(state->lease());
+      const Lease held = state->lease();
+      const detail::ObserverTimer took(observer_);
+      const bool ended = co_await backend_->release_lease(held);
+      if (ended)
+        detail::notify_lease(observer_, LeaseEvent::released, held.resource, held.owner, held.token,
+                             took);
     } catch (const Error&) {
       // The lease then simply expires; its token stays the high-water mark either way.
     }
@@ -284,7 +306,8 @@ class LeaseManager {
   // until the lease (by the local clock, from the start of the last successful renewal) is about
   // to expire; only then is it lost, with the last failure nested in the LeaseLostError.
   static asio::awaitable<void> renew_loop(B* backend, std::shared_ptr<detail::HoldState> state,
-                                          milliseconds every, bool cancel_on_loss) {
+                                          milliseconds every, bool cancel_on_loss,
+                                          Observer* observer) {
     using steady = std::chrono::steady_clock;
     asio::steady_timer timer(co_await asio::this_coro::executor);
     const milliseconds retry = std::max(every / 4, milliseconds(1));
@@ -295,11 +318,15 @@ class LeaseManager {
       co_await timer.async_wait(asio::use_awaitable);
       next = every;
       const auto started = steady::now();
+      const detail::ObserverTimer took(observer);
+      const Lease held = state->lease();
       std::exception_ptr failure;
       bool lost = false;
       try {
-        Lease renewed = co_await backend->renew_lease(state->lease(), std::nullopt);
+        Lease renewed = co_await backend->renew_lease(held, std::nullopt);
         valid_until = started + renewed.ttl;
+        detail::notify_lease(observer, LeaseEvent::renewed, held.resource, held.owner, held.token,
+                             took);
         state->renewed(std::move(renewed));
         continue;
       } catch (const LeaseLostError&) {
@@ -313,11 +340,14 @@ class LeaseManager {
       }
       if (!lost) {
         if (steady::now() + retry < valid_until) {
+          detail::notify_lease(observer, LeaseEvent::renewal_failed, held.resource, held.owner,
+                               held.token, took);
           next = retry;
           continue;
         }
-        failure = expired_after(state->lease(), failure);
+        failure = expired_after(held, failure);
       }
+      detail::notify_lease(observer, LeaseEvent::lost, held.resource, held.owner, held.token, took);
       state->lost(failure);
       if (cancel_on_loss) co_return;
       // Otherwise renewal stops and waits to be cancelled when the body ends.
@@ -350,6 +380,7 @@ class LeaseManager {
 
   B* backend_;
   milliseconds default_ttl_;
+  Observer* observer_ = nullptr;  // not owned; may be null
 };
 
 }  // namespace statepact
