@@ -7,7 +7,8 @@ set -euo pipefail
 STATEPACT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$STATEPACT_ROOT/scripts/lib/packages.sh"
 
-ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}"
+ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}" \
+  "${STATEPACT_OPTIONAL_PACKAGES[@]}"
 
 export STATEPACT_RUN_DIR="$STATEPACT_ROOT/build/run"
 mkdir -p "$STATEPACT_RUN_DIR"

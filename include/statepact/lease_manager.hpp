@@ -26,6 +26,7 @@
 #include <statepact/detail/lease_registration.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/observer.hpp>
 #include <statepact/types.hpp>
 
 namespace statepact {
@@ -168,6 +169,11 @@ class LeaseManager {
   B& backend() const { return *backend_; }
   milliseconds default_ttl() const { return default_ttl_; }
 
+  // Reports acquisitions, renewals (hold()'s too), losses and releases to `o` (null: to nobody,
+  // the default). Set it before use: not synchronized with calls in flight.
+  void set_observer(Observer* o) { observer_ = o; }
+  Observer* observer() const { return observer_; }
+
   // The calls below are coroutines rather than forwarding the backend's awaitable, so their
   // arguments live in this frame whatever parameter types a backend chose.
 
@@ -178,13 +184,13 @@ class LeaseManager {
                                std::optional<milliseconds> ttl = std::nullopt) {
     const milliseconds t = ttl.value_or(default_ttl_);
     co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
-    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), t);
+    co_return co_await acquire_once(std::move(resource), std::move(owner), t);
   }
   // The same, and the resource gets `policy` (also when it existed before).
   asio::awaitable<Lease> lease(std::string resource, std::string owner, milliseconds ttl,
                                ResourcePolicy policy) {
     co_await detail::register_for_lease(*backend_, resource, owner, ttl, policy);
-    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+    co_return co_await acquire_once(std::move(resource), std::move(owner), ttl);
   }
 
   // lease(), but empty instead of LeaseNotAvailableError while another owner holds a live lease.
@@ -194,7 +200,7 @@ class LeaseManager {
     const milliseconds t = ttl.value_or(default_ttl_);
     co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
     try {
-      co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), t);
+      co_return co_await acquire_once(std::move(resource), std::move(owner), t);
     } catch (const LeaseNotAvailableError&) {
     }
     co_return std::nullopt;
@@ -214,13 +220,30 @@ class LeaseManager {
   // Extends a live lease this owner holds, keeping its token (ttl: the lease's own if none is
   // given). LeaseLostError once it expired, was released or was taken over: stop and re-acquire.
   asio::awaitable<Lease> renew(Lease lease, std::optional<milliseconds> ttl = std::nullopt) {
-    co_return co_await backend_->renew_lease(std::move(lease), ttl);
+    if (!observer_) co_return co_await backend_->renew_lease(std::move(lease), ttl);
+    const detail::ObserverTimer took(observer_);
+    Lease renewed;
+    try {
+      renewed = co_await backend_->renew_lease(lease, ttl);
+    } catch (const LeaseLostError&) {
+      detail::notify_lease(observer_, LeaseEvent::lost, lease.resource, lease.owner, lease.token,
+                           took);
+      throw;
+    }
+    detail::notify_lease(observer_, LeaseEvent::renewed, renewed.resource, renewed.owner,
+                         renewed.token, took);
+    co_return renewed;
   }
 
   // Ends the lease: true if it was the current lease, false otherwise (never throws for "not the
   // owner"). The token stays the resource's high-water mark.
   asio::awaitable<bool> release(Lease lease) {
-    co_return co_await backend_->release_lease(std::move(lease));
+    const detail::ObserverTimer took(observer_);
+    const bool released = co_await backend_->release_lease(lease);
+    if (released)
+      detail::notify_lease(observer_, LeaseEvent::released, lease.resource, lease.owner,
+                           lease.token, took);
+    co_return released;
   }
 
   // The highest token ever issued for the resource, 0 if none.
@@ -231,10 +254,14 @@ class LeaseManager {
   // Asks storage whether a newer token exists; throws LeaseLostError if so.
   asio::awaitable<void> guard(Lease lease) {
     detail::validate_lease(lease);
+    const detail::ObserverTimer took(observer_);
     const Token fence = co_await backend_->current_fence(lease.resource);
-    if (fence > lease.token)
+    if (fence > lease.token) {
+      detail::notify_lease(observer_, LeaseEvent::lost, lease.resource, lease.owner, lease.token,
+                           took);
       throw LeaseLostError(lease.resource, lease.owner, lease.token, fence,
                            "a newer lease token exists");
+    }
     if (fence < lease.token)
       throw InvalidArgumentError(fmt::format("lease token {} for resource '{}' was never issued",
                                              lease.token, lease.resource));
@@ -278,8 +305,9 @@ class LeaseManager {
       auto outcome =
           co_await asio::experimental::make_parallel_group(
               asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
-              asio::co_spawn(ex, renew_loop(backend_, state, every, options.cancel_on_loss()),
-                             asio::experimental::deferred))
+              asio::co_spawn(
+                  ex, renew_loop(backend_, state, every, options.cancel_on_loss(), observer_),
+                  asio::experimental::deferred))
               .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
       body_error = std::get<1>(outcome);
       if (!body_error) result = std::move(std::get<2>(outcome));
@@ -288,7 +316,12 @@ class LeaseManager {
     // Release even when cancelled: cleanup must not be refused by a pending cancellation.
     co_await asio::this_coro::reset_cancellation_state();
     try {
-      co_await backend_->release_lease(state->lease());
+      const Lease held = state->lease();
+      const detail::ObserverTimer took(observer_);
+      const bool ended = co_await backend_->release_lease(held);
+      if (ended)
+        detail::notify_lease(observer_, LeaseEvent::released, held.resource, held.owner, held.token,
+                             took);
     } catch (const Error&) {
       // The lease then simply expires; its token stays the high-water mark either way.
     }
@@ -298,15 +331,37 @@ class LeaseManager {
   }
 
  private:
+  // One attempt, reported to the observer.
+  asio::awaitable<Lease> acquire_once(std::string resource, std::string owner, milliseconds ttl) {
+    if (!observer_)
+      co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+    const detail::ObserverTimer took(observer_);
+    Lease lease;
+    try {
+      lease = co_await backend_->acquire_lease(resource, owner, ttl);
+    } catch (const LeaseNotAvailableError&) {
+      detail::notify_lease(observer_, LeaseEvent::not_available, resource, owner, 0, took);
+      throw;
+    }
+    detail::notify_lease(observer_, LeaseEvent::acquired, resource, owner, lease.token, took);
+    co_return lease;
+  }
+
   asio::awaitable<Lease> acquire_registered(std::string resource, std::string owner,
                                             milliseconds ttl, milliseconds wait) {
     const auto deadline = std::chrono::steady_clock::now() + wait;
+    const detail::ObserverTimer took(observer_);
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (int attempt = 1;; ++attempt) {
       try {
-        co_return co_await backend_->acquire_lease(resource, owner, ttl);
+        Lease lease = co_await backend_->acquire_lease(resource, owner, ttl);
+        detail::notify_lease(observer_, LeaseEvent::acquired, resource, owner, lease.token, took);
+        co_return lease;
       } catch (const LeaseNotAvailableError&) {
-        if (std::chrono::steady_clock::now() >= deadline) throw;
+        if (std::chrono::steady_clock::now() >= deadline) {
+          detail::notify_lease(observer_, LeaseEvent::not_available, resource, owner, 0, took);
+          throw;
+        }
       }
       const auto pause = detail::full_jitter(
           detail::backoff_ceiling(attempt, milliseconds(5), 2.0, milliseconds(500)),
@@ -336,7 +391,8 @@ class LeaseManager {
   // until the lease (by the local clock, from the start of the last successful renewal) is about
   // to expire; only then is it lost, with the last failure nested in the LeaseLostError.
   static asio::awaitable<void> renew_loop(B* backend, std::shared_ptr<detail::HoldState> state,
-                                          milliseconds every, bool cancel_on_loss) {
+                                          milliseconds every, bool cancel_on_loss,
+                                          Observer* observer) {
     using steady = std::chrono::steady_clock;
     asio::steady_timer timer(co_await asio::this_coro::executor);
     const milliseconds retry = std::max(every / 4, milliseconds(1));
@@ -347,11 +403,15 @@ class LeaseManager {
       co_await timer.async_wait(asio::use_awaitable);
       next = every;
       const auto started = steady::now();
+      const detail::ObserverTimer took(observer);
+      const Lease held = state->lease();
       std::exception_ptr failure;
       bool lost = false;
       try {
-        Lease renewed = co_await backend->renew_lease(state->lease(), std::nullopt);
+        Lease renewed = co_await backend->renew_lease(held, std::nullopt);
         valid_until = started + renewed.ttl;
+        detail::notify_lease(observer, LeaseEvent::renewed, held.resource, held.owner, held.token,
+                             took);
         state->renewed(std::move(renewed));
         continue;
       } catch (const LeaseLostError&) {
@@ -365,11 +425,14 @@ class LeaseManager {
       }
       if (!lost) {
         if (steady::now() + retry < valid_until) {
+          detail::notify_lease(observer, LeaseEvent::renewal_failed, held.resource, held.owner,
+                               held.token, took);
           next = retry;
           continue;
         }
-        failure = expired_after(state->lease(), failure);
+        failure = expired_after(held, failure);
       }
+      detail::notify_lease(observer, LeaseEvent::lost, held.resource, held.owner, held.token, took);
       state->lost(failure);
       if (cancel_on_loss) co_return;
       // Otherwise renewal stops and waits to be cancelled when the body ends.
@@ -402,6 +465,7 @@ class LeaseManager {
 
   B* backend_;
   milliseconds default_ttl_;
+  Observer* observer_ = nullptr;  // not owned; may be null
 };
 
 }  // namespace statepact

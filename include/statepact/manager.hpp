@@ -15,6 +15,7 @@
 #include <statepact/backend.hpp>
 #include <statepact/detail/lease_registration.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/observer.hpp>
 #include <statepact/retry.hpp>
 #include <statepact/session.hpp>
 #include <statepact/session_options.hpp>
@@ -36,6 +37,12 @@ class Manager {
   explicit Manager(B& backend) : backend_(&backend) {}
 
   B& backend() const { return *backend_; }
+
+  // Reports leases taken through lease(), commits and lock waits of its sessions, and run()'s
+  // retries to `o` (null: to nobody, the default). Set it before use: not synchronized with calls
+  // in flight. Sessions made before keep the observer they were made with.
+  void set_observer(Observer* o) { observer_ = o; }
+  Observer* observer() const { return observer_; }
 
   // Creates the resource with its initial state and policy; an existing one is left unchanged
   // (returns false).
@@ -67,7 +74,7 @@ class Manager {
       id = backend_->begin_session_now(options.resources(), options.isolation());
     else
       id = co_await backend_->begin_session(options.resources(), options.isolation());
-    co_return Session<B>(*backend_, std::move(options), id);
+    co_return Session<B>(*backend_, std::move(options), id, observer_);
   }
 
   // Runs fn(session) in a fresh session and commits unless fn did; on a retryable error waits
@@ -89,6 +96,8 @@ class Manager {
       std::optional<Session<B>> s;
       std::optional<Slot> value;  // fn's result, once fn returned
       bool unknown = false;
+      const detail::ObserverTimer timer(observer_);
+      ErrorCode reason = ErrorCode::conflict;
       try {
         s.emplace(co_await session(normalized));
         if constexpr (std::is_void_v<R>) {
@@ -107,10 +116,11 @@ class Manager {
         unknown = true;
       } catch (const Error& e) {
         if (!e.retryable() || attempt >= policy.max_attempts()) throw;
+        reason = e.code();
       }
       if (unknown) {
         // Resolve before anything else: never run fn again while the first commit may stand.
-        const bool applied = co_await resolve(*s, policy, attempt);
+        const bool applied = co_await resolve(*s, policy, attempt, observer_, timer);
         if (applied) {
           if constexpr (std::is_void_v<R>)
             co_return;
@@ -120,15 +130,35 @@ class Manager {
         continue;  // storage refused the resend (e.g. a conflict): it was never applied
       }
       // No co_await inside a handler: wait here, then start over.
-      co_await pause(policy.delay(attempt));
+      const milliseconds backoff = policy.delay(attempt);
+      observe_retry(observer_, normalized.agent_id(), attempt, reason, timer, backoff);
+      co_await pause(backoff);
     }
   }
 
  private:
   asio::awaitable<Lease> lease_impl(std::string resource, std::string owner, milliseconds ttl,
                                     std::optional<ResourcePolicy> policy) {
+    const detail::ObserverTimer timer(observer_);
     co_await detail::register_for_lease(*backend_, resource, owner, ttl, policy);
-    co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+    if (!observer_)
+      co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
+    Lease lease;
+    try {
+      lease = co_await backend_->acquire_lease(resource, owner, ttl);
+    } catch (const LeaseNotAvailableError&) {
+      detail::notify_lease(observer_, LeaseEvent::not_available, resource, owner, 0, timer);
+      throw;
+    }
+    detail::notify_lease(observer_, LeaseEvent::acquired, resource, owner, lease.token, timer);
+    co_return lease;
+  }
+
+  static void observe_retry(Observer* o, const std::string& agent, int attempt, ErrorCode reason,
+                            const detail::ObserverTimer& timer, milliseconds backoff) noexcept {
+    if (!o) return;
+    detail::notify(o, &Observer::on_retry,
+                   RetryEventInfo{agent, attempt, reason, timer.elapsed(), backoff});
   }
 
   static asio::awaitable<void> pause(milliseconds d) {
@@ -139,16 +169,23 @@ class Manager {
   // Resends the unknown commit of `s` until storage answers. True: applied (now or as a replay).
   // False: storage refused it with a retryable error (so the first send was not applied either)
   // and run() may start over. Anything else, or running out of attempts, propagates.
-  static asio::awaitable<bool> resolve(Session<B>& s, const RetryPolicy& policy, int attempt) {
+  static asio::awaitable<bool> resolve(Session<B>& s, const RetryPolicy& policy, int attempt,
+                                       Observer* observer, detail::ObserverTimer timer) {
+    ErrorCode reason = ErrorCode::commit_unknown;
     for (int resend = 1;; ++resend) {
-      co_await pause(policy.delay(resend));
+      const milliseconds backoff = policy.delay(resend);
+      observe_retry(observer, s.agent_id(), resend, reason, timer, backoff);
+      co_await pause(backoff);
+      timer = detail::ObserverTimer(observer);
       bool refused = false;
       try {
         co_await s.resend_commit();
         co_return true;
       } catch (const CommitUnknownError&) {
         if (resend >= policy.max_attempts()) throw;
+        reason = ErrorCode::commit_unknown;
       } catch (const BackendUnavailableError& e) {
+        reason = ErrorCode::backend_unavailable;
         // This resend never left, but the first send may stand: the outcome is still unknown.
         if (resend >= policy.max_attempts())
           throw CommitUnknownError(
@@ -158,15 +195,19 @@ class Manager {
       } catch (const Error& e) {
         if (!e.retryable() || attempt >= policy.max_attempts()) throw;
         refused = true;
+        reason = e.code();
       }
       if (refused) {
-        co_await pause(policy.delay(attempt));
+        const milliseconds rerun = policy.delay(attempt);
+        observe_retry(observer, s.agent_id(), attempt, reason, timer, rerun);
+        co_await pause(rerun);
         co_return false;
       }
     }
   }
 
   B* backend_;
+  Observer* observer_ = nullptr;  // not owned; may be null
 };
 
 }  // namespace statepact

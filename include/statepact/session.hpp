@@ -16,6 +16,7 @@
 #include <statepact/detail/flat_map.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/observer.hpp>
 #include <statepact/session_options.hpp>
 #include <statepact/types.hpp>
 
@@ -24,9 +25,10 @@ namespace statepact {
 template <Backend B>
 class Session {
  public:
-  // Made by Manager::session(); `options` must be normalized.
-  Session(B& backend, SessionOptions options, SessionId id)
-      : backend_(&backend), options_(std::move(options)), id_(id) {}
+  // Made by Manager::session(); `options` must be normalized. `observer` (may be null) hears of
+  // commits and lock waits.
+  Session(B& backend, SessionOptions options, SessionId id, Observer* observer = nullptr)
+      : backend_(&backend), options_(std::move(options)), id_(id), observer_(observer) {}
 
   Session(Session&& other) noexcept
       : backend_(other.backend_),
@@ -36,7 +38,8 @@ class Session {
         keys_(std::move(other.keys_)),
         snapshot_(std::move(other.snapshot_)),
         write_bytes_(other.write_bytes_),
-        unresolved_(std::move(other.unresolved_)) {}
+        unresolved_(std::move(other.unresolved_)),
+        observer_(other.observer_) {}
   Session& operator=(Session&&) = delete;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -92,6 +95,8 @@ class Session {
     CommitRequest req = take_request();
     std::optional<CommitRequest> copy;  // what a resend must repeat exactly
     if (req.idempotency_key) copy = req;
+    const detail::ObserverTimer timer(observer_);
+    const std::size_t writes = req.writes.size();
     state_ = State::failed;  // until storage says otherwise; locks are released below either way
     try {
       CommitResult result;
@@ -100,6 +105,8 @@ class Session {
       else
         result = co_await backend_->commit(std::move(req));
       state_ = State::committed;
+      observe_commit(result.replayed ? CommitOutcome::replayed : CommitOutcome::applied, writes,
+                     false, timer);
       co_return result;
     } catch (const CommitUnknownError&) {
       backend_->end_session(id_);
@@ -107,9 +114,12 @@ class Session {
         unresolved_ = std::move(copy);
         state_ = State::unknown;
       }
+      observe_commit(CommitOutcome::unknown, writes, false, timer);
       throw;
     } catch (...) {
       backend_->end_session(id_);
+      if (observer_)
+        observe_commit(detail::commit_outcome(std::current_exception()), writes, false, timer);
       throw;
     }
   }
@@ -125,18 +135,26 @@ class Session {
           "resend_commit() on a session of agent '{}' whose commit outcome is not unknown; only a "
           "commit with an idempotency key that threw CommitUnknownError can be resent",
           options_.agent_id()));
+    const detail::ObserverTimer timer(observer_);
+    const std::size_t writes = unresolved_->writes.size();
     try {
       CommitResult result = co_await send(CommitRequest(*unresolved_));
       state_ = State::committed;
       unresolved_.reset();
+      observe_commit(result.replayed ? CommitOutcome::replayed : CommitOutcome::applied, writes,
+                     true, timer);
       co_return result;
     } catch (const CommitUnknownError&) {
+      observe_commit(CommitOutcome::unknown, writes, true, timer);
       throw;
     } catch (const BackendUnavailableError&) {
+      observe_commit(CommitOutcome::failed, writes, true, timer);
       throw;  // nothing was sent: still unknown
     } catch (...) {
       state_ = State::failed;
       unresolved_.reset();
+      if (observer_)
+        observe_commit(detail::commit_outcome(std::current_exception()), writes, true, timer);
       throw;
     }
   }
@@ -280,11 +298,19 @@ class Session {
       co_return t->second.lock->second;
     Entry entry;
     std::optional<Entry> now;
+    const detail::ObserverTimer timer(observer_);
     if constexpr (InlineBackend<B>) now = backend_->try_lock_now(id_, k.first, k.second, mode);
-    if (now)
+    if (now) {
       entry = std::move(*now);
-    else
-      entry = co_await backend_->lock(id_, k.first, k.second, mode, options_.lock_timeout());
+    } else {
+      try {
+        entry = co_await backend_->lock(id_, k.first, k.second, mode, options_.lock_timeout());
+      } catch (...) {
+        if (observer_) observe_lock(k, mode, detail::lock_outcome(std::current_exception()), timer);
+        throw;
+      }
+    }
+    observe_lock(k, mode, LockOutcome::acquired, timer);
     keys_.try_emplace(k).first->second.lock = std::make_pair(mode, entry);
     co_return entry;
   }
@@ -337,6 +363,20 @@ class Session {
     std::size_t bytes = 0;                           // the buffered value's JSON size
   };
 
+  void observe_commit(CommitOutcome outcome, std::size_t writes, bool resend,
+                      const detail::ObserverTimer& timer) const noexcept {
+    if (!observer_) return;
+    detail::notify(observer_, &Observer::on_commit,
+                   CommitEventInfo{outcome, options_.agent_id(), options_.resources().size(),
+                                   writes, resend, timer.elapsed()});
+  }
+  void observe_lock(const Key& k, LockMode mode, LockOutcome outcome,
+                    const detail::ObserverTimer& timer) const noexcept {
+    if (!observer_) return;
+    detail::notify(observer_, &Observer::on_lock_wait,
+                   LockWaitInfo{k.first, k.second, mode, outcome, timer.elapsed()});
+  }
+
   asio::awaitable<CommitResult> send(CommitRequest req) {
     if constexpr (InlineBackend<B>)
       co_return backend_->commit_now(std::move(req));
@@ -352,6 +392,7 @@ class Session {
   std::optional<std::vector<ResourceSnapshot>> snapshot_;  // sorted by resource
   std::size_t write_bytes_ = 0;                            // JSON size of the buffered writes
   std::optional<CommitRequest> unresolved_;                // State::unknown: what to resend
+  Observer* observer_ = nullptr;                           // not owned; may be null
 };
 
 }  // namespace statepact

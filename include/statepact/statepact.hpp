@@ -9,6 +9,7 @@
 #include <statepact/errors.hpp>
 #include <statepact/lease_manager.hpp>
 #include <statepact/manager.hpp>
+#include <statepact/observer.hpp>
 #include <statepact/retry.hpp>
 #include <statepact/session.hpp>
 #include <statepact/session_options.hpp>

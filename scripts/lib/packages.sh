@@ -17,6 +17,8 @@ ensure_packages() {
 STATEPACT_BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config libasio-dev libfmt-dev
   nlohmann-json3-dev catch2)
 STATEPACT_BACKEND_PACKAGES=(libpqxx-dev libhiredis-dev postgresql redis-server)
+# Optional integrations the test command builds and tests: statepact::prometheus and its example.
+STATEPACT_OPTIONAL_PACKAGES=(prometheus-cpp-dev)
 
 # Configures and builds a build tree. Usage: build_tree DIR [cmake args...]
 build_tree() {

@@ -1,5 +1,5 @@
 # Builds and runs a consumer project.
-# -DMODE=find_package|find_package_backends|add_subdirectory -DSOURCE=... -DWORK=...
+# -DMODE=find_package|find_package_backends|find_package_prometheus|add_subdirectory -DSOURCE=... -DWORK=...
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(poison "-DPOISON_DIR=${SOURCE}/tests/packaging/poison")
@@ -25,6 +25,15 @@ elseif(MODE STREQUAL "find_package_backends")
       -DSTATEPACT_WITH_POSTGRES=ON -DSTATEPACT_WITH_REDIS=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
   run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/backends_consumer" -B "${WORK}/app" -G Ninja
+      -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
+elseif(MODE STREQUAL "find_package_prometheus")
+  # Install memory-only with statepact::prometheus, then link it from the prefix.
+  run(${CMAKE_COMMAND} -S "${SOURCE}" -B "${WORK}/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release
+      -DSTATEPACT_BUILD_TESTS=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_BUILD_BENCH=OFF
+      -DSTATEPACT_WITH_POSTGRES=OFF -DSTATEPACT_WITH_REDIS=OFF -DSTATEPACT_WITH_PROMETHEUS=ON
+      -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+  run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
+  run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/prometheus_consumer" -B "${WORK}/app" -G Ninja
       -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
 else()
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/subdir_consumer" -B "${WORK}/app" -G Ninja
