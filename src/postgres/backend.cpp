@@ -498,7 +498,7 @@ asio::awaitable<PostgresServerCheck> PostgresBackend::check_server() {
     check.settings.push_back(
         setting("role", standby ? "standby" : "primary", !standby,
                 "this server is a standby: writes fail; point the backend at the primary"));
-    const int version = std::stoi(row[4].as<std::string>());
+    const int version = row[4].as<int>();
     check.settings.push_back(setting(
         "schema version", std::to_string(version), version == pg::latest_version(),
         fmt::format("this library knows schema versions up to {}: the schema was migrated by a "

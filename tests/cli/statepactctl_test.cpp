@@ -102,6 +102,12 @@ void check_backend(const std::string& url, bool postgres) {
   CHECK(leases[0]["expires_in_ms"].get<long long>() > 20000);
   CHECK(leases[0]["expires_in_ms"].get<long long>() <= 30000);
 
+  if (!postgres) {  // another key prefix is another deployment
+    auto elsewhere = ctl({"--url", url, "--key-prefix", "elsewhere", "--json", "leases"});
+    CHECK(elsewhere.code == 0);
+    CHECK(elsewhere.out.find(r) == std::string::npos);
+  }
+
   // STATEPACT_URL stands in for --url.
   auto one = ctl({"--json", "lease", r}, "STATEPACT_URL=" + quoted(url));
   CHECK(one.code == 0);

@@ -35,6 +35,8 @@ struct Args {
   std::string resource;
   std::optional<std::string> key;
   std::string owner;
+  std::string key_prefix = "statepact";  // Redis
+  std::string schema = "public";         // PostgreSQL
 };
 
 std::string ms_text(sp::milliseconds d) {
@@ -215,7 +217,8 @@ int print_check(const Args& a, const Check& check) {
 
 #ifdef STATEPACTCTL_WITH_REDIS
 asio::awaitable<int> run_redis(asio::any_io_executor ex, const Args& a) {
-  sp::RedisBackend b(ex, a.url, sp::RedisOptions().client_name("statepactctl"));
+  sp::RedisBackend b(ex, a.url,
+                     sp::RedisOptions().client_name("statepactctl").key_prefix(a.key_prefix));
   if (a.command == "check") {
     auto check = co_await b.check_server();
     co_return print_check(a, check);
@@ -230,8 +233,9 @@ asio::awaitable<int> run_redis(asio::any_io_executor ex, const Args& a) {
 
 #ifdef STATEPACTCTL_WITH_POSTGRES
 asio::awaitable<int> run_postgres(asio::any_io_executor ex, const Args& a) {
-  sp::PostgresBackend b(ex, a.url,
-                        sp::PostgresOptions().pool_size(1).application_name("statepactctl"));
+  sp::PostgresBackend b(
+      ex, a.url,
+      sp::PostgresOptions().pool_size(1).application_name("statepactctl").schema(a.schema));
   if (a.command == "check") {
     auto check = co_await b.check_server();
     co_return print_check(a, check);
@@ -313,6 +317,10 @@ int main(int argc, char** argv) {
       ->envname("STATEPACT_URL")
       ->required();
   app.add_flag("--json", a.as_json, "JSON output for scripts");
+  app.add_option("--key-prefix", a.key_prefix, "Redis: the backend's key prefix (RedisOptions)")
+      ->capture_default_str();
+  app.add_option("--schema", a.schema, "PostgreSQL: the backend's schema (PostgresOptions)")
+      ->capture_default_str();
   app.require_subcommand(1);
 
   auto* leases =

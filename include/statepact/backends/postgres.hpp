@@ -142,7 +142,7 @@ class PostgresBackend {
   static int latest_schema_version();
   // Reads the server settings that durability of tokens and commits depends on: fsync,
   // synchronous_commit, full_page_writes, whether the server is a standby, and the schema version.
-  // Changes nothing.
+  // Reads only (its connection migrates the schema first, as every first connection does).
   asio::awaitable<PostgresServerCheck> check_server();
 
   // ---- state ---------------------------------------------------------------------------------
