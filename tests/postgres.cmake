@@ -4,7 +4,8 @@ add_executable(statepact_conformance_postgres
   conformance/postgres_leases_test.cpp
   conformance/postgres_hold_test.cpp
   conformance/postgres_sessions_test.cpp
-  conformance/postgres_safety_test.cpp)
+  conformance/postgres_safety_test.cpp
+  conformance/postgres_inspect_test.cpp)
 target_link_libraries(statepact_conformance_postgres PRIVATE statepact::postgres
   Catch2::Catch2WithMain)
 statepact_test_target(statepact_conformance_postgres)

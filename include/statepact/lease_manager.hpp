@@ -26,6 +26,7 @@
 #include <statepact/detail/lease_registration.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/inspect.hpp>
 #include <statepact/observer.hpp>
 #include <statepact/types.hpp>
 
@@ -151,14 +152,14 @@ class LeaseManager {
 
   // co_spawn needs a default-constructible result; this wraps any R (and void).
   template <class R>
-  struct holder {
+  struct value_box {
     std::optional<R> value;
   };
   struct void_holder {
     std::optional<int> value;
   };
   template <class R>
-  using holder_t = std::conditional_t<std::is_void_v<R>, void_holder, holder<R>>;
+  using holder_t = std::conditional_t<std::is_void_v<R>, void_holder, value_box<R>>;
 
  public:
   explicit LeaseManager(B& backend, milliseconds default_ttl = std::chrono::seconds(30))
@@ -249,6 +250,13 @@ class LeaseManager {
   // The highest token ever issued for the resource, 0 if none.
   asio::awaitable<Token> current_fence(std::string resource) {
     co_return co_await backend_->current_fence(std::move(resource));
+  }
+
+  // Who holds the resource's lease now: owner, token and time left by the backend's clock; empty
+  // when no live lease exists. Only for a backend that models InspectableBackend.
+  asio::awaitable<std::optional<LeaseInfo>> holder(std::string resource) requires
+      InspectableBackend<B> {
+    co_return co_await backend_->lease_holder(std::move(resource));
   }
 
   // Asks storage whether a newer token exists; throws LeaseLostError if so.

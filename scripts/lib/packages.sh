@@ -16,7 +16,7 @@ ensure_packages() {
 # What building the library, its demo and its tests needs.
 STATEPACT_BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config libasio-dev libfmt-dev
   nlohmann-json3-dev catch2)
-STATEPACT_BACKEND_PACKAGES=(libpqxx-dev libhiredis-dev postgresql redis-server)
+STATEPACT_BACKEND_PACKAGES=(libpqxx-dev libhiredis-dev postgresql redis-server libcli11-dev)
 # Optional integrations the test command builds and tests: statepact::prometheus and its example.
 STATEPACT_OPTIONAL_PACKAGES=(prometheus-cpp-dev)
 

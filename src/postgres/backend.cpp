@@ -17,6 +17,7 @@
 
 #include "call.hpp"
 #include "failures.hpp"
+#include "migrate.hpp"
 #include "statements.hpp"
 #include "worker.hpp"
 
@@ -356,6 +357,157 @@ asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
     return r.at(0)[0].as<Token>();
   };
   co_return co_await pg::call<Token>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+}
+
+// ---- inspection and revoke ---------------------------------------------------------------------
+
+namespace {
+
+std::vector<LeaseInfo> lease_rows(const pqxx::result& r, const std::optional<std::string>& glob) {
+  std::vector<LeaseInfo> out;
+  for (const auto& row : r) {
+    LeaseInfo info;
+    info.resource = row[0].as<std::string>();
+    if (!detail::glob_accepts(glob, info.resource)) continue;
+    info.owner = row[1].as<std::string>();
+    info.token = row[2].as<Token>();
+    const long long expires_us = row[3].as<long long>();
+    info.expires_at = from_us(expires_us);
+    info.ttl = milliseconds(row[4].as<long long>());
+    info.expires_in = std::chrono::duration_cast<milliseconds>(
+        std::chrono::microseconds(expires_us - row[5].as<long long>()));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<std::vector<LeaseInfo>> PostgresBackend::list_leases(
+    std::optional<std::string> glob) {
+  if (glob) detail::validate_glob(*glob);
+  auto job = [glob](pg::Link& link) {
+    const std::string prefix = glob ? detail::glob_literal_prefix(*glob) : std::string();
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::live_leases.name, prefix, std::optional<std::string>());
+    });
+    return lease_rows(r, glob);
+  };
+  co_return co_await pg::call<std::vector<LeaseInfo>>(*impl_->pool_queue, impl_->deadline(),
+                                                      std::move(job));
+}
+
+asio::awaitable<std::optional<LeaseInfo>> PostgresBackend::lease_holder(std::string resource) {
+  detail::validate_name("resource name", resource);
+  auto job = [resource](pg::Link& link) {
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::live_leases.name, resource, resource);
+    });
+    auto rows = lease_rows(r, std::nullopt);
+    return rows.empty() ? std::optional<LeaseInfo>() : std::optional<LeaseInfo>(rows.front());
+  };
+  co_return co_await pg::call<std::optional<LeaseInfo>>(*impl_->pool_queue, impl_->deadline(),
+                                                        std::move(job));
+}
+
+asio::awaitable<std::vector<ResourceInfo>> PostgresBackend::list_resources(
+    std::optional<std::string> glob) {
+  if (glob) detail::validate_glob(*glob);
+  auto job = [glob](pg::Link& link) {
+    const std::string prefix = glob ? detail::glob_literal_prefix(*glob) : std::string();
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec_prepared(pg::stmt::list_resources.name, prefix);
+    });
+    std::vector<ResourceInfo> out;
+    for (const auto& row : r) {
+      ResourceInfo info{row[0].as<std::string>(), row[1].as<Version>(),
+                        ResourcePolicy{row[2].as<bool>()}};
+      if (detail::glob_accepts(glob, info.name)) out.push_back(std::move(info));
+    }
+    return out;
+  };
+  co_return co_await pg::call<std::vector<ResourceInfo>>(*impl_->pool_queue, impl_->deadline(),
+                                                         std::move(job));
+}
+
+asio::awaitable<std::optional<RevokedLease>> PostgresBackend::revoke_lease(std::string resource) {
+  detail::validate_name("resource name", resource);
+  auto job = [resource](pg::Link& link) {
+    auto r = pg::autocommit(
+        link, pg::Outcome::nothing_applied, false,
+        [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::revoke.name, resource); });
+    const auto row = r.at(0);
+    if (row[0].as<std::string>() != "revoked") return std::optional<RevokedLease>();
+    RevokedLease out{Lease{resource, row[1].as<std::string>(), row[2].as<Token>(),
+                           from_us(row[3].as<long long>()), milliseconds(row[4].as<long long>())},
+                     row[5].as<Token>()};
+    return std::optional<RevokedLease>(std::move(out));
+  };
+  co_return co_await pg::call<std::optional<RevokedLease>>(*impl_->pool_queue, impl_->deadline(),
+                                                           std::move(job));
+}
+
+// ---- administration ---------------------------------------------------------------------------
+
+int PostgresBackend::latest_schema_version() {
+  return pg::latest_version();
+}
+
+asio::awaitable<int> PostgresBackend::migrate() {
+  auto job = [](pg::Link& link) {
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec("SELECT coalesce(max(version), 0) FROM statepact_schema_version");
+    });
+    return r.at(0)[0].as<int>();
+  };
+  co_return co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+}
+
+asio::awaitable<PostgresServerCheck> PostgresBackend::check_server() {
+  auto job = [](pg::Link& link) {
+    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+      return n.exec(
+          "SELECT current_setting('fsync'), current_setting('synchronous_commit'), "
+          "current_setting('full_page_writes'), pg_is_in_recovery()::text, "
+          "(SELECT coalesce(max(version), 0) FROM statepact_schema_version)::text");
+    });
+    const auto row = r.at(0);
+    auto setting = [](std::string name, std::string value, bool ok, std::string advice) {
+      return PostgresServerSetting{std::move(name), std::move(value), ok,
+                                   ok ? std::string() : std::move(advice)};
+    };
+    PostgresServerCheck check;
+    const std::string fsync = row[0].as<std::string>();
+    check.settings.push_back(setting(
+        "fsync", fsync, fsync == "on",
+        "fsync = on: without it a crash can lose or corrupt committed lease tokens and writes, "
+        "and tokens are issued again"));
+    const std::string sync = row[1].as<std::string>();
+    check.settings.push_back(setting(
+        "synchronous_commit", sync, sync != "off" && sync != "local",
+        sync == "local"
+            ? "synchronous_commit = on (or remote_apply): 'local' does not wait for a "
+              "synchronous standby, so a failover can lose acknowledged tokens and commits"
+            : "synchronous_commit = on: 'off' acknowledges commits before they are durable, so a "
+              "crash can lose the last tokens issued and issue them again"));
+    const std::string fpw = row[2].as<std::string>();
+    check.settings.push_back(setting(
+        "full_page_writes", fpw, fpw == "on",
+        "full_page_writes = on: without it a crash during a page write can corrupt the tables"));
+    const bool standby = row[3].as<std::string>() == "true";
+    check.settings.push_back(
+        setting("role", standby ? "standby" : "primary", !standby,
+                "this server is a standby: writes fail; point the backend at the primary"));
+    const int version = row[4].as<int>();
+    check.settings.push_back(setting(
+        "schema version", std::to_string(version), version == pg::latest_version(),
+        fmt::format("this library knows schema versions up to {}: the schema was migrated by a "
+                    "newer statepact; use that version's tools and backend",
+                    pg::latest_version())));
+    return check;
+  };
+  co_return co_await pg::call<PostgresServerCheck>(*impl_->pool_queue, impl_->deadline(),
+                                                   std::move(job));
 }
 
 // ---- state ------------------------------------------------------------------------------------

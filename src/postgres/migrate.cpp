@@ -1,5 +1,7 @@
 #include "migrate.hpp"
 
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include "schema_sql.hpp"
@@ -14,7 +16,7 @@ struct Migration {
 };
 
 // Append only: a released version is never edited, a change is a new version.
-constexpr Migration migrations[] = {{1, schema_v1_sql}, {2, schema_v2_sql}};
+constexpr Migration migrations[] = {{1, schema_v1_sql}, {2, schema_v2_sql}, {3, schema_v3_sql}};
 
 // A schema name as an SQL identifier. Names are validated (UTF-8, no control characters), so
 // doubling the quotes is all the escaping needed.
@@ -32,6 +34,10 @@ std::string quote_ident(const std::string& name) {
 constexpr int migration_lock_class = 1936745332;
 
 }  // namespace
+
+int latest_version() {
+  return std::end(migrations)[-1].version;
+}
 
 void migrate(pqxx::connection& conn, const std::string& schema) {
   {

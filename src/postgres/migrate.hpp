@@ -10,4 +10,7 @@ namespace statepact::detail::pg {
 
 void migrate(pqxx::connection& conn, const std::string& schema);
 
+// The newest version migrate() applies.
+int latest_version();
+
 }  // namespace statepact::detail::pg

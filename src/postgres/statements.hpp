@@ -1,5 +1,5 @@
 // The prepared statements, one per operation; each calls one server-side function
-// (schema_v1.sql, schema_v2.sql), so each operation is one round trip.
+// (schema_v<n>.sql), so each operation is one round trip.
 #pragma once
 
 namespace statepact::detail::pg::stmt {
@@ -23,8 +23,14 @@ inline constexpr Statement missing{"sp_missing", "SELECT statepact_missing($1::j
 inline constexpr Statement lock{"sp_lock", "SELECT * FROM statepact_lock($1, $2, $3, $4, $5)"};
 inline constexpr Statement commit{"sp_commit", "SELECT statepact_commit($1::jsonb)"};
 
-inline constexpr Statement all[] = {acquire,           renew,      release, current_fence,
-                                    register_resource, set_policy, policy,  read,
-                                    snapshot,          missing,    lock,    commit};
+inline constexpr Statement live_leases{"sp_live_leases",
+                                       "SELECT * FROM statepact_live_leases($1, $2)"};
+inline constexpr Statement list_resources{"sp_list_resources",
+                                          "SELECT * FROM statepact_list_resources($1)"};
+inline constexpr Statement revoke{"sp_revoke", "SELECT * FROM statepact_revoke($1)"};
+
+inline constexpr Statement all[] = {
+    acquire,  renew,   release, current_fence, register_resource, set_policy,     policy, read,
+    snapshot, missing, lock,    commit,        live_leases,       list_resources, revoke};
 
 }  // namespace statepact::detail::pg::stmt

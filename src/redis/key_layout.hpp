@@ -36,6 +36,24 @@ inline void append_hex(std::string& out, std::string_view s) {
   }
 }
 
+// The name behind a hex-encoded part of a key; empty when it is not valid hex.
+inline std::optional<std::string> decode_hex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return out;
+}
+
 class KeyLayout {
  public:
   explicit KeyLayout(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -54,6 +72,27 @@ class KeyLayout {
   std::string idempotency(const std::string& resource, const std::string& key) const {
     return of("idem", resource, key);
   }
+  // A SCAN MATCH pattern for every key of a kind whose (hex) resource name starts with
+  // `name_prefix`; the key prefix's own glob characters are escaped.
+  std::string scan_pattern(std::string_view kind, std::string_view name_prefix) const {
+    std::string out;
+    for (char c : prefix_) {
+      if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.append(":").append(kind).append(":{");
+    append_hex(out, name_prefix);
+    out.push_back('*');
+    return out;
+  }
+  // The resource name of a "<prefix>:<kind>:{<hex>}" key; empty for any other key.
+  std::optional<std::string> resource_of(std::string_view kind, std::string_view key) const {
+    const std::string head = prefix_ + ":" + std::string(kind) + ":{";
+    if (key.size() < head.size() + 1 || key.substr(0, head.size()) != head || key.back() != '}')
+      return std::nullopt;
+    return decode_hex(key.substr(head.size(), key.size() - head.size() - 1));
+  }
+
   // Passed where a commit has no idempotency record: in the resource's slot, never read or written
   // (a real record has a ":<hex key>" suffix).
   std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }

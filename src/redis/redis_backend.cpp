@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <map>
 #include <random>
 #include <string_view>
 
@@ -15,6 +16,7 @@
 #include <statepact/detail/validate.hpp>
 
 #include "redis_impl.hpp"
+#include "server_errors.hpp"
 
 namespace statepact {
 
@@ -109,6 +111,47 @@ RedisServerSetting setting(std::string name, std::string value, bool ok, std::st
   if (value.empty()) value = "unknown";
   return RedisServerSetting{std::move(name), std::move(value), ok, ok ? std::string() : advice};
 }
+
+// A lease hash as HMGET owner token exp ttl returned it; empty unless live at `now`.
+std::optional<LeaseInfo> live_lease(const std::string& resource, const RedisReply& fields,
+                                    std::uint64_t now, const char* what) {
+  if (fields.type != RedisReply::Type::array || fields.elements.size() != 4) malformed(what);
+  if (fields.elements[0].is_nil() || fields.elements[2].is_nil()) return std::nullopt;
+  const std::uint64_t exp = num_at(fields, 2, what);
+  if (exp <= now) return std::nullopt;
+  LeaseInfo info;
+  info.resource = resource;
+  info.owner = str_at(fields, 0, what);
+  info.token = num_at(fields, 1, what);
+  info.expires_at = from_ms(exp);
+  info.ttl = milliseconds(fields.elements[3].is_nil() ? 0 : num_at(fields, 3, what));
+  info.expires_in = milliseconds(exp - now);
+  return info;
+}
+
+// Every key of a kind whose resource matches the glob, with its resource name, sorted by name.
+asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
+    detail::RedisImpl& impl, const char* kind, const std::optional<std::string>& glob) {
+  const std::string pattern =
+      impl.keys.scan_pattern(kind, glob ? detail::glob_literal_prefix(*glob) : std::string());
+  std::map<std::string, std::string> found;  // name -> key; SCAN may return a key twice
+  std::string cursor = "0";
+  do {
+    std::vector<std::string> args = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+    RedisReply r = co_await impl.command(std::move(args), detail::CommandKind::read);
+    if (r.is_error()) detail::throw_redis_server_error("SCAN", r.str);
+    cursor = str_at(r, 0, "SCAN");
+    const auto& keys = at(r, 1, "SCAN");
+    for (const auto& k : keys.elements) {
+      auto name = impl.keys.resource_of(kind, k.str);
+      if (name && detail::glob_accepts(glob, *name)) found.emplace(std::move(*name), k.str);
+    }
+  } while (cursor != "0");
+  co_return std::vector<std::pair<std::string, std::string>>(found.begin(), found.end());
+}
+
+// Keys per script call when reading many: small enough not to block the server for long.
+constexpr std::size_t inspect_batch = 256;
 
 const char* mode_name(LockMode m) {
   return m == LockMode::shared ? "shared" : "exclusive";
@@ -235,6 +278,87 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
                                      detail::CommandKind::read);
   if (r.type != RedisReply::Type::string) malformed("current_fence");
   co_return parse_u64(r.str, "current_fence");
+}
+
+// ---- inspection and revoke --------------------------------------------------------------------
+
+asio::awaitable<std::vector<LeaseInfo>> RedisBackend::list_leases(std::optional<std::string> glob) {
+  if (glob) detail::validate_glob(*glob);
+  auto impl = impl_;
+  const auto keys = co_await scan_kind(*impl, "lease", glob);
+  std::vector<LeaseInfo> out;
+  for (std::size_t begin = 0; begin < keys.size(); begin += inspect_batch) {
+    const std::size_t end = std::min(keys.size(), begin + inspect_batch);
+    std::vector<std::string> batch;
+    for (std::size_t i = begin; i < end; ++i) batch.push_back(keys[i].second);
+    std::vector<std::string> args;
+    RedisReply r = co_await impl->eval(Script::lease_info, std::move(batch), std::move(args),
+                                       detail::CommandKind::read);
+    const std::uint64_t now = num_at(r, 0, "list_leases");
+    for (std::size_t i = begin; i < end; ++i)
+      if (auto info =
+              live_lease(keys[i].first, at(r, 1 + i - begin, "list_leases"), now, "list_leases"))
+        out.push_back(std::move(*info));
+  }
+  co_return out;
+}
+
+asio::awaitable<std::optional<LeaseInfo>> RedisBackend::lease_holder(std::string resource) {
+  detail::validate_name("resource name", resource);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.lease(resource)};
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::lease_info, std::move(keys), std::move(args),
+                                     detail::CommandKind::read);
+  co_return live_lease(resource, at(r, 1, "lease_holder"), num_at(r, 0, "lease_holder"),
+                       "lease_holder");
+}
+
+asio::awaitable<std::vector<ResourceInfo>> RedisBackend::list_resources(
+    std::optional<std::string> glob) {
+  if (glob) detail::validate_glob(*glob);
+  auto impl = impl_;
+  const auto found = co_await scan_kind(*impl, "version", glob);
+  std::vector<ResourceInfo> out;
+  for (std::size_t begin = 0; begin < found.size(); begin += inspect_batch) {
+    const std::size_t end = std::min(found.size(), begin + inspect_batch);
+    std::vector<std::string> keys;
+    for (std::size_t i = begin; i < end; ++i) {
+      keys.push_back(found[i].second);
+      keys.push_back(impl->keys.policy(found[i].first));
+    }
+    std::vector<std::string> args;
+    RedisReply r = co_await impl->eval(Script::resource_info, std::move(keys), std::move(args),
+                                       detail::CommandKind::read);
+    for (std::size_t i = begin; i < end; ++i) {
+      const auto& row = at(r, i - begin, "list_resources");
+      if (at(row, 0, "list_resources").is_nil()) continue;  // deleted since the scan
+      ResourceInfo info;
+      info.name = found[i].first;
+      info.version = num_at(row, 0, "list_resources");
+      const auto& policy = at(row, 1, "list_resources");
+      info.policy.fence_required = !policy.is_nil() && policy.str == "1";
+      out.push_back(std::move(info));
+    }
+  }
+  co_return out;
+}
+
+asio::awaitable<std::optional<RevokedLease>> RedisBackend::revoke_lease(std::string resource) {
+  detail::validate_name("resource name", resource);
+  auto impl = impl_;
+  std::vector<std::string> keys = {impl->keys.lease(resource), impl->keys.fence(resource)};
+  std::vector<std::string> args;
+  RedisReply r = co_await impl->eval(Script::revoke, std::move(keys), std::move(args));
+  if (str_at(r, 0, "revoke") == "none") co_return std::nullopt;
+  RevokedLease out;
+  out.lease.resource = resource;
+  out.lease.owner = str_at(r, 1, "revoke");
+  out.lease.token = num_at(r, 2, "revoke");
+  out.lease.expires_at = from_ms(num_at(r, 3, "revoke"));
+  out.lease.ttl = milliseconds(num_at(r, 4, "revoke"));
+  out.fence = num_at(r, 5, "revoke");
+  co_return out;
 }
 
 // ---- state ----------------------------------------------------------------------------------

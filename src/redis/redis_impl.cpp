@@ -41,6 +41,12 @@ const char* source_of(Script s) {
       return scripts::unlock;
     case Script::commit:
       return scripts::commit;
+    case Script::lease_info:
+      return scripts::lease_info;
+    case Script::resource_info:
+      return scripts::resource_info;
+    case Script::revoke:
+      return scripts::revoke;
     case Script::count:
       break;
   }
@@ -77,6 +83,12 @@ const char* name_of(Script s) {
       return "the unlock script";
     case Script::commit:
       return "the commit script";
+    case Script::lease_info:
+      return "the lease-info script";
+    case Script::resource_info:
+      return "the resource-info script";
+    case Script::revoke:
+      return "the revoke script";
     case Script::count:
       break;
   }

@@ -36,6 +36,9 @@ enum class Script {
   wait,
   unlock,
   commit,
+  lease_info,
+  resource_info,
+  revoke,
   count
 };
 

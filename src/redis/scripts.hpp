@@ -341,6 +341,41 @@ release_locks()
 return reply
 )lua";
 
+// ---- inspection (statepactctl) --------------------------------------------------------------
+
+// KEYS: lease keys. -> {now ms, {owner, token, exp, ttl} per key} (owner nil: released or never)
+inline constexpr const char* lease_info = STATEPACT_REDIS_NOW R"lua(
+local out = {string.format('%.0f', now)}
+for i = 1, #KEYS do
+  out[#out + 1] = redis.call('HMGET', KEYS[i], 'owner', 'token', 'exp', 'ttl')
+end
+return out
+)lua";
+
+// KEYS: version and policy per resource. -> {version or nil, fence_required or nil} per resource
+inline constexpr const char* resource_info = R"lua(
+local out = {}
+for i = 1, #KEYS, 2 do
+  out[#out + 1] = {redis.call('GET', KEYS[i]), redis.call('HGET', KEYS[i + 1], 'fence_required')}
+end
+return out
+)lua";
+
+// KEYS: lease, fence. -> {'revoked', owner, token, exp, ttl, new fence} | {'none'}
+// Ends the current lease (live, or expired and not taken over) and moves the fence past it in one
+// step. Both keys get the new mark, so either alone keeps it, as acquire does.
+inline constexpr const char* revoke = STATEPACT_REDIS_HIGH_WATER R"lua(
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp', 'ttl')
+if not cur[1] then
+  return {'none'}
+end
+local fence = string.format('%.0f', high_water(KEYS[2], KEYS[1]) + 1)
+redis.call('SET', KEYS[2], fence)
+redis.call('HSET', KEYS[1], 'token', fence)
+redis.call('HDEL', KEYS[1], 'owner', 'exp', 'ttl')
+return {'revoked', cur[1], cur[2], cur[3], cur[4], fence}
+)lua";
+
 #undef STATEPACT_REDIS_NOW
 #undef STATEPACT_REDIS_HIGH_WATER
 

@@ -24,6 +24,8 @@ elseif(MODE STREQUAL "find_package_backends")
       -DSTATEPACT_BUILD_TESTS=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_BUILD_BENCH=OFF
       -DSTATEPACT_WITH_POSTGRES=ON -DSTATEPACT_WITH_REDIS=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
   run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
+  # The operator's tool is installed with the library.
+  run("${WORK}/prefix/bin/statepactctl" --help)
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/backends_consumer" -B "${WORK}/app" -G Ninja
       -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
 elseif(MODE STREQUAL "find_package_prometheus")

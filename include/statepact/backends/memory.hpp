@@ -27,6 +27,7 @@
 #include <statepact/detail/lock_table.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/inspect.hpp>
 #include <statepact/types.hpp>
 
 namespace statepact {
@@ -96,6 +97,61 @@ class MemoryBackend {
     std::lock_guard guard(mu_);
     auto it = leases_.find(resource);
     co_return it == leases_.end() ? 0 : it->second.high_water;
+  }
+
+  // ---- inspection and revoke (InspectableBackend) --------------------------------------------
+
+  asio::awaitable<std::vector<LeaseInfo>> list_leases(std::optional<std::string> glob = {}) {
+    if (glob) detail::validate_glob(*glob);
+    std::vector<LeaseInfo> out;
+    {
+      std::lock_guard guard(mu_);
+      const time_point t = now();
+      for (const auto& [name, state] : leases_)
+        if (state.live_at(t) && detail::glob_accepts(glob, name))
+          out.push_back(info_of(name, *state.current, t));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const LeaseInfo& a, const LeaseInfo& b) { return a.resource < b.resource; });
+    co_return out;
+  }
+
+  asio::awaitable<std::optional<LeaseInfo>> lease_holder(std::string resource) {
+    detail::validate_name("resource name", resource);
+    std::lock_guard guard(mu_);
+    const time_point t = now();
+    auto it = leases_.find(resource);
+    if (it == leases_.end() || !it->second.live_at(t)) co_return std::nullopt;
+    co_return info_of(resource, *it->second.current, t);
+  }
+
+  asio::awaitable<std::vector<ResourceInfo>> list_resources(std::optional<std::string> glob = {}) {
+    if (glob) detail::validate_glob(*glob);
+    std::vector<ResourceInfo> out;
+    {
+      std::lock_guard guard(mu_);
+      for (const auto& [name, data] : resources_)
+        if (detail::glob_accepts(glob, name))
+          out.push_back(ResourceInfo{name, data.version, data.policy});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const ResourceInfo& a, const ResourceInfo& b) { return a.name < b.name; });
+    co_return out;
+  }
+
+  // Ends the current lease (live, or expired and not taken over) and raises the high-water mark
+  // past its token, in one step under the mutex.
+  asio::awaitable<std::optional<RevokedLease>> revoke_lease(std::string resource) {
+    detail::validate_name("resource name", resource);
+    std::lock_guard guard(mu_);
+    auto it = leases_.find(resource);
+    if (it == leases_.end() || !it->second.current) co_return std::nullopt;
+    auto& state = it->second;
+    RevokedLease out{detail::to_lease(resource, *state.current), 0};
+    state.high_water = std::max(state.high_water, state.current->token) + 1;
+    state.current.reset();
+    out.fence = state.high_water;
+    co_return out;
   }
 
   // ---- state ---------------------------------------------------------------------------------
@@ -336,6 +392,12 @@ class MemoryBackend {
     return k;
   }
 
+  static LeaseInfo info_of(const std::string& resource, const detail::LeaseRecord& r,
+                           time_point t) {
+    const auto left = std::chrono::duration_cast<milliseconds>(r.expires_at - t);
+    return LeaseInfo{resource, r.owner, r.token, r.expires_at, r.ttl, left};
+  }
+
   static Entry entry_of(const ResourceData& data, const std::string& key) {
     auto it = data.entries.find(key);
     return it == data.entries.end() ? Entry{} : it->second;
@@ -413,5 +475,6 @@ class MemoryBackend {
 };
 
 static_assert(InlineBackend<MemoryBackend>);
+static_assert(InspectableBackend<MemoryBackend>);
 
 }  // namespace statepact

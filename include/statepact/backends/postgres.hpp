@@ -16,6 +16,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/commit_request.hpp>
+#include <statepact/inspect.hpp>
 #include <statepact/types.hpp>
 
 namespace statepact {
@@ -91,6 +92,23 @@ class PostgresOptions {
   milliseconds idle_in_transaction_timeout_ = std::chrono::seconds(60);
 };
 
+// One server setting that the backend's safety depends on, as check_server() found it.
+struct PostgresServerSetting {
+  std::string setting;  // e.g. "fsync"
+  std::string value;    // as the server reported it
+  bool ok = false;
+  std::string advice;  // what to change and why; empty when ok
+};
+
+struct PostgresServerCheck {
+  std::vector<PostgresServerSetting> settings;
+  bool ok() const {
+    for (const auto& s : settings)
+      if (!s.ok) return false;
+    return true;
+  }
+};
+
 class PostgresBackend {
  public:
   // `url`: a libpq connection string or URI ("postgresql://user@host:5432/db"). Nothing connects
@@ -108,6 +126,24 @@ class PostgresBackend {
   asio::awaitable<Lease> renew_lease(Lease lease, std::optional<milliseconds> ttl = std::nullopt);
   asio::awaitable<bool> release_lease(Lease lease);
   asio::awaitable<Token> current_fence(std::string resource);
+
+  // ---- inspection and revoke (InspectableBackend) --------------------------------------------
+  // Each is one statement (schema version 3's functions); a listing is one consistent snapshot.
+  asio::awaitable<std::vector<LeaseInfo>> list_leases(std::optional<std::string> glob = {});
+  asio::awaitable<std::optional<LeaseInfo>> lease_holder(std::string resource);
+  asio::awaitable<std::vector<ResourceInfo>> list_resources(std::optional<std::string> glob = {});
+  asio::awaitable<std::optional<RevokedLease>> revoke_lease(std::string resource);
+
+  // ---- administration ------------------------------------------------------------------------
+  // Connects (which migrates the schema to the newest version, as every first connection does)
+  // and returns the schema's version.
+  asio::awaitable<int> migrate();
+  // The newest schema version this library knows.
+  static int latest_schema_version();
+  // Reads the server settings that durability of tokens and commits depends on: fsync,
+  // synchronous_commit, full_page_writes, whether the server is a standby, and the schema version.
+  // Reads only (its connection migrates the schema first, as every first connection does).
+  asio::awaitable<PostgresServerCheck> check_server();
 
   // ---- state ---------------------------------------------------------------------------------
   // Creates the resource with its state and policy in one step; an existing one is left as it
@@ -137,5 +173,6 @@ class PostgresBackend {
 };
 
 static_assert(Backend<PostgresBackend>);
+static_assert(InspectableBackend<PostgresBackend>);
 
 }  // namespace statepact

@@ -15,6 +15,7 @@
 #include <statepact/commit_request.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/inspect.hpp>
 #include <statepact/types.hpp>
 
 namespace statepact {
@@ -140,6 +141,15 @@ class RedisBackend {
   asio::awaitable<bool> release_lease(Lease lease);
   asio::awaitable<Token> current_fence(std::string resource);
 
+  // ---- inspection and revoke (InspectableBackend) --------------------------------------------
+  // Listing walks the server's keys with SCAN (a glob's literal prefix narrows it) and reads them
+  // in batches, each batch one script with the server's time; a listing is not one snapshot.
+  asio::awaitable<std::vector<LeaseInfo>> list_leases(std::optional<std::string> glob = {});
+  asio::awaitable<std::optional<LeaseInfo>> lease_holder(std::string resource);
+  asio::awaitable<std::vector<ResourceInfo>> list_resources(std::optional<std::string> glob = {});
+  // One script: ends the current lease and moves the fence (both keys) past its token.
+  asio::awaitable<std::optional<RevokedLease>> revoke_lease(std::string resource);
+
   // ---- state ---------------------------------------------------------------------------------
   // The policy is stored with the resource, in the same script: an existing resource keeps its
   // own (and its state).
@@ -162,5 +172,6 @@ class RedisBackend {
 };
 
 static_assert(Backend<RedisBackend>);
+static_assert(InspectableBackend<RedisBackend>);
 
 }  // namespace statepact
