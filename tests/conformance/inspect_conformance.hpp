@@ -27,7 +27,7 @@ inline std::string glob_escape(const std::string& name) {
 }
 
 TEMPLATE_LIST_TEST_CASE(
-    "revoke fences the holder off at once; the next acquire gets a larger token",
+    "revoke fences the holder off at once, and the next acquire gets a larger token",
     "[conformance][inspect]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     using B = typename TestType::backend_type;
