@@ -8,7 +8,7 @@ STATEPACT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$STATEPACT_ROOT/scripts/lib/packages.sh"
 
 ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}" \
-  "${STATEPACT_OPTIONAL_PACKAGES[@]}"
+  "${STATEPACT_OPTIONAL_PACKAGES[@]}" "${STATEPACT_TEST_PACKAGES[@]}"
 
 export STATEPACT_RUN_DIR="$STATEPACT_ROOT/build/run"
 mkdir -p "$STATEPACT_RUN_DIR"
@@ -44,7 +44,7 @@ STATEPACT_CHAOS_BUILD_DIR="$STATEPACT_ROOT/build/test-normal" \
   bash "$STATEPACT_ROOT/scripts/chaos.sh" all 45 || status=1
 run_config asan -DCMAKE_BUILD_TYPE=Debug -DSTATEPACT_BUILD_BENCH=OFF \
   "-DCMAKE_CXX_FLAGS=-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-  -DSTATEPACT_PACKAGING_TESTS=OFF -DSTATEPACT_HEADER_CHECKS=OFF
+  -DSTATEPACT_PACKAGING_TESTS=OFF -DSTATEPACT_HEADER_CHECKS=OFF -DSTATEPACT_REFERENCE_TEST=OFF
 
 if [ $status -eq 0 ]; then echo "==> all tests passed (normal and asan)"; else echo "==> TESTS FAILED"; fi
 exit $status
