@@ -259,6 +259,19 @@ class LeaseManager {
     co_return co_await backend_->lease_holder(std::move(resource));
   }
 
+  // Ends the resource's current lease against its owner's will and raises the fence in the same
+  // atomic step, so the old holder is fenced off at once (an operator's call; see
+  // InspectableBackend). Empty when there was nothing to revoke. Reported as LeaseEvent::revoked.
+  asio::awaitable<std::optional<RevokedLease>> revoke(std::string resource) requires
+      InspectableBackend<B> {
+    const detail::ObserverTimer took(observer_);
+    std::optional<RevokedLease> revoked = co_await backend_->revoke_lease(std::move(resource));
+    if (revoked)
+      detail::notify_lease(observer_, LeaseEvent::revoked, revoked->lease.resource,
+                           revoked->lease.owner, revoked->lease.token, took);
+    co_return revoked;
+  }
+
   // Asks storage whether a newer token exists; throws LeaseLostError if so.
   asio::awaitable<void> guard(Lease lease) {
     detail::validate_lease(lease);

@@ -13,8 +13,8 @@
 #include <asio/use_awaitable.hpp>
 
 #include <statepact/backend.hpp>
-#include <statepact/detail/lease_registration.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/lease_manager.hpp>
 #include <statepact/observer.hpp>
 #include <statepact/retry.hpp>
 #include <statepact/session.hpp>
@@ -59,12 +59,14 @@ class Manager {
   // Registers the resource with an empty state if needed, so a lease works before any session.
   asio::awaitable<Lease> lease(std::string resource, std::string owner,
                                milliseconds ttl = std::chrono::seconds(30)) {
-    return lease_impl(std::move(resource), std::move(owner), ttl, std::nullopt);
+    LeaseManager<B> leases = lease_manager();
+    co_return co_await leases.lease(std::move(resource), std::move(owner), ttl);
   }
   // The same, and the resource gets `policy` (also when it existed before).
   asio::awaitable<Lease> lease(std::string resource, std::string owner, milliseconds ttl,
                                ResourcePolicy policy) {
-    return lease_impl(std::move(resource), std::move(owner), ttl, policy);
+    LeaseManager<B> leases = lease_manager();
+    co_return co_await leases.lease(std::move(resource), std::move(owner), ttl, policy);
   }
 
   asio::awaitable<Session<B>> session(SessionOptions options) {
@@ -137,21 +139,11 @@ class Manager {
   }
 
  private:
-  asio::awaitable<Lease> lease_impl(std::string resource, std::string owner, milliseconds ttl,
-                                    std::optional<ResourcePolicy> policy) {
-    const detail::ObserverTimer timer(observer_);
-    co_await detail::register_for_lease(*backend_, resource, owner, ttl, policy);
-    if (!observer_)
-      co_return co_await backend_->acquire_lease(std::move(resource), std::move(owner), ttl);
-    Lease lease;
-    try {
-      lease = co_await backend_->acquire_lease(resource, owner, ttl);
-    } catch (const LeaseNotAvailableError&) {
-      detail::notify_lease(observer_, LeaseEvent::not_available, resource, owner, 0, timer);
-      throw;
-    }
-    detail::notify_lease(observer_, LeaseEvent::acquired, resource, owner, lease.token, timer);
-    co_return lease;
+  // lease() is LeaseManager's, reporting to this manager's observer.
+  LeaseManager<B> lease_manager() const {
+    LeaseManager<B> leases(*backend_);
+    leases.set_observer(observer_);
+    return leases;
   }
 
   static void observe_retry(Observer* o, const std::string& agent, int attempt, ErrorCode reason,

@@ -144,6 +144,29 @@ TEST_CASE(
   CHECK(rec.leases[6].token == 1);
 }
 
+TEST_CASE("observer: LeaseManager::revoke reports the lease it ended, and nothing when none",
+          "[observer]") {
+  sp::MemoryBackend backend;
+  Recorder rec;
+  sp::LeaseManager leases(backend, 30s);
+  leases.set_observer(&rec);
+  sp::Lease a;
+  std::optional<sp::RevokedLease> revoked, again;
+  sp::test::run([&](asio::any_io_executor) -> asio::awaitable<void> {
+    a = co_await leases.lease("job-3", "worker-a");
+    revoked = co_await leases.revoke("job-3");
+    again = co_await leases.revoke("job-3");
+  });
+  REQUIRE(revoked);
+  CHECK(revoked->lease.token == a.token);
+  CHECK(revoked->fence == a.token + 1);
+  CHECK_FALSE(again);
+  REQUIRE(rec.lease_events() == std::vector<E>{E::acquired, E::revoked});
+  CHECK(rec.leases[1].resource == "job-3");
+  CHECK(rec.leases[1].owner == "worker-a");
+  CHECK(rec.leases[1].token == 1);
+}
+
 TEST_CASE("observer: hold reports renewals, a failed renewal and the loss of its lease",
           "[observer]") {
   sp::testing::ManualClock clock;
