@@ -16,6 +16,7 @@
 #include <statepact/errors.hpp>
 
 #include "call.hpp"
+#include "commit_codec.hpp"
 #include "failures.hpp"
 #include "migrate.hpp"
 #include "statements.hpp"
@@ -81,75 +82,6 @@ void roll_back(pg::Link& link) noexcept {
   } catch (...) {
     link.drop();
   }
-}
-
-// The commit function's answer: a result, or the refusal it stands for.
-CommitResult commit_answer(const Value& answer, const CommitRequest& req) {
-  if (auto it = answer.find("error"); it != answer.end()) {
-    const std::string error = it->get<std::string>();
-    if (error == "idempotency_key_reused")
-      throw IdempotencyKeyReusedError(req.idempotency_key.value_or(""));
-    if (error == "resource_not_found")
-      throw ResourceNotFoundError(answer.at("resource").get<std::string>());
-    if (error == "fence") {
-      detail::enforce_fence(answer.at("resource").get<std::string>(), req.agent_id,
-                            answer.at("high_water").get<Token>(), answer.at("token").get<Token>());
-      throw Error(ErrorCode::backend_unavailable,
-                  "statepact_commit refused a fence that the client accepts; nothing was applied");
-    }
-    if (error == "fence_required")
-      throw FenceRequiredError(answer.at("resource").get<std::string>(), req.agent_id);
-    if (error == "conflict")
-      throw ConflictError(answer.at("resource").get<std::string>(),
-                          answer.at("key").get<std::string>(), answer.at("expected").get<Version>(),
-                          answer.at("found").get<Version>());
-    throw Error(ErrorCode::backend_unavailable,
-                fmt::format("statepact_commit refused the commit for a reason this client does not "
-                            "know ('{}'; a newer schema?); nothing was applied",
-                            error));
-  }
-  CommitResult result;
-  for (const auto& [name, version] : answer.at("versions").items())
-    result.versions[name] = version.get<Version>();
-  result.replayed = answer.at("replayed").get<bool>();
-  return result;
-}
-
-std::string commit_body(const CommitRequest& req, milliseconds retention) {
-  Value body = Value::object();
-  body["resources"] = req.resources;
-  Value fences = Value::array();
-  for (const auto& f : req.fences) {
-    Value x = Value::object();
-    x["resource"] = f.resource;
-    x["token"] = f.token;
-    fences.push_back(std::move(x));
-  }
-  body["fences"] = std::move(fences);
-  Value checks = Value::array();
-  for (const auto& c : req.checks) {
-    Value x = Value::object();
-    x["resource"] = c.resource;
-    x["key"] = c.key;
-    x["expected"] = c.expected_version;
-    checks.push_back(std::move(x));
-  }
-  body["checks"] = std::move(checks);
-  Value writes = Value::array();
-  for (const auto& w : req.writes) {
-    Value x = Value::object();
-    x["resource"] = w.resource;
-    x["key"] = w.key;
-    if (w.value) x["value"] = *w.value;  // absent: erase
-    writes.push_back(std::move(x));
-  }
-  body["writes"] = std::move(writes);
-  if (req.idempotency_key) {
-    body["idempotency_key"] = *req.idempotency_key;
-    body["fingerprint"] = req.fingerprint;
-    body["retention_ms"] = retention.count();
-  }
-  return body.dump();
 }
 
 }  // namespace
@@ -714,7 +646,7 @@ void PostgresBackend::end_session(SessionId session) noexcept {
 
 asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   detail::validate_commit(req);
-  std::string body = commit_body(req, impl_->options.idempotency_retention());
+  std::string body = pg::encode_commit(req, impl_->options.idempotency_retention());
   const bool has_key = req.idempotency_key.has_value();
   auto sc = impl_->take_open(req.session);
   if (!sc) {
@@ -722,7 +654,7 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
       auto r = pg::autocommit(
           link, pg::Outcome::commit_unknown, has_key,
           [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::commit.name, body); });
-      return commit_answer(Value::parse(r.at(0)[0].c_str()), req);
+      return detail::result_or_raise(pg::decode_commit(r.at(0)[0].c_str()), req);
     };
     co_return co_await pg::call<CommitResult>(
         *impl_->pool_queue, impl_->deadline(pg::Outcome::commit_unknown, has_key), std::move(job));
@@ -748,9 +680,8 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
     // Until COMMIT is sent, every failure (a refusal included) means nothing was applied.
     CommitResult result;
     try {
-      const Value answer =
-          Value::parse(link.tx->exec_prepared(pg::stmt::commit.name, body).at(0)[0].c_str());
-      result = commit_answer(answer, req);
+      const auto answer = link.tx->exec_prepared(pg::stmt::commit.name, body);
+      result = detail::result_or_raise(pg::decode_commit(answer.at(0)[0].c_str()), req);
     } catch (...) {
       roll_back(link);
       pg::rethrow_mapped(link, pg::Outcome::nothing_applied, has_key);

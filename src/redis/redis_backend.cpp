@@ -15,7 +15,9 @@
 #include <statepact/detail/lease_rules.hpp>
 #include <statepact/detail/validate.hpp>
 
+#include "commit_codec.hpp"
 #include "redis_impl.hpp"
+#include "reply_reader.hpp"
 #include "server_errors.hpp"
 
 namespace statepact {
@@ -24,49 +26,7 @@ namespace {
 
 using detail::RedisReply;
 using detail::Script;
-
-// A reply the scripts never give (a different server, a script of another version under the same
-// SHA): a statepact::Error, not retryable, never a parsing library's exception.
-[[noreturn]] void malformed(const char* what) {
-  throw Error(ErrorCode::backend_unavailable, std::string("redis: unexpected reply to ") + what);
-}
-
-std::uint64_t parse_u64(std::string_view text, const char* what) {
-  std::uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) malformed(what);
-  return v;
-}
-
-Value parse_json(const std::string& text, const char* what) {
-  try {
-    return Value::parse(text);
-  } catch (const std::exception&) {
-    malformed(what);
-  }
-}
-
-// The script's 1-based index into a list the request sent.
-template <class T>
-const T& nth(const std::vector<T>& items, std::uint64_t i, const char* what) {
-  if (i == 0 || i > items.size()) malformed(what);
-  return items[i - 1];
-}
-
-const RedisReply& at(const RedisReply& r, std::size_t i, const char* what) {
-  if (r.type != RedisReply::Type::array || r.elements.size() <= i) malformed(what);
-  return r.elements[i];
-}
-
-const std::string& str_at(const RedisReply& r, std::size_t i, const char* what) {
-  const auto& e = at(r, i, what);
-  if (e.type != RedisReply::Type::string && e.type != RedisReply::Type::status) malformed(what);
-  return e.str;
-}
-
-std::uint64_t num_at(const RedisReply& r, std::size_t i, const char* what) {
-  return parse_u64(str_at(r, i, what), what);
-}
+using namespace detail::reply_reader;
 
 time_point from_ms(std::uint64_t ms) {
   return time_point(std::chrono::duration_cast<Clock::duration>(milliseconds(ms)));
@@ -397,7 +357,7 @@ asio::awaitable<ResourcePolicy> RedisBackend::resource_policy(std::string name) 
   std::vector<std::string> args;
   RedisReply r = co_await impl->eval(Script::get_policy, std::move(keys), std::move(args),
                                      detail::CommandKind::read);
-  if (str_at(r, 0, "resource_policy") == "notfound") throw ResourceNotFoundError(name);
+  if (str_at(r, 0, "resource_policy") == "resource_not_found") throw ResourceNotFoundError(name);
   ResourcePolicy policy;
   const auto& field = at(r, 1, "resource_policy");
   // Absent: registered before policies were stored, which is the default policy.
@@ -413,7 +373,7 @@ asio::awaitable<Entry> RedisBackend::read(std::string resource, std::string key)
   std::vector<std::string> args = {key};
   RedisReply r = co_await impl->eval(Script::read, std::move(keys), std::move(args),
                                      detail::CommandKind::read);
-  if (str_at(r, 0, "read") == "notfound") throw ResourceNotFoundError(resource);
+  if (str_at(r, 0, "read") == "resource_not_found") throw ResourceNotFoundError(resource);
   co_return decode_entry(at(r, 1, "read"));
 }
 
@@ -429,7 +389,7 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
   std::vector<std::string> args;
   RedisReply r = co_await impl->eval(Script::snapshot, std::move(keys), std::move(args),
                                      detail::CommandKind::read);
-  if (str_at(r, 0, "snapshot") == "notfound")
+  if (str_at(r, 0, "snapshot") == "resource_not_found")
     throw ResourceNotFoundError(nth(resources, num_at(r, 1, "snapshot"), "snapshot"));
   std::vector<ResourceSnapshot> out;
   out.reserve(resources.size());
@@ -497,7 +457,7 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
         }
         co_return decode_entry(at(r, 1, "lock"));
       }
-      if (tag == "notfound") throw ResourceNotFoundError(resource);
+      if (tag == "resource_not_found") throw ResourceNotFoundError(resource);
       if (tag != "wait") malformed("lock");
       // Record whom we wait for and walk the graph: a second script, in the graph's own slot.
       std::vector<std::string> graph = {impl->keys.waits()};
@@ -551,115 +511,18 @@ void RedisBackend::end_session(SessionId session) noexcept {
 asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   detail::validate_commit(req);
   auto impl = impl_;
-
-  // Every resource that must exist, once each, in a fixed order the script refers to by index
-  // (1-based). A session has a few resources: a linear search beats a hash map's allocations.
-  std::vector<std::string> res;
-  res.reserve(req.resources.size());
-  auto add = [&](const std::string& r) -> std::size_t {
-    for (std::size_t i = 0; i < res.size(); ++i)
-      if (res[i] == r) return i + 1;
-    res.push_back(r);
-    return res.size();
-  };
-  for (const auto& r : req.resources) add(r);
-  for (const auto& w : req.writes) add(w.resource);
-  for (const auto& c : req.checks) add(c.resource);
-  // Written resources without a fence of their own, in name order (the first refused is reported):
-  // the script refuses the write if the resource's policy requires a fence.
-  std::vector<std::size_t> unfenced;
-  for (const auto& w : req.writes) {
-    const std::size_t i = add(w.resource);
-    const bool fenced = std::any_of(req.fences.begin(), req.fences.end(),
-                                    [&](const FenceCheck& f) { return f.resource == w.resource; });
-    if (!fenced && std::find(unfenced.begin(), unfenced.end(), i) == unfenced.end())
-      unfenced.push_back(i);
-  }
-  std::sort(unfenced.begin(), unfenced.end(),
-            [&](std::size_t a, std::size_t b) { return res[a - 1] < res[b - 1]; });
   const auto locks = impl->locks_of(req.session);
   // Only a session holding locks needs its lock owner name (to release them).
   const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
-
-  std::vector<std::string> keys;
-  keys.reserve(1 + 2 * res.size() + 2 * req.fences.size() + unfenced.size() + locks.size());
-  // The record (or its placeholder) goes to the slot of the first resource in name order (whatever
-  // order the request lists them in, so a retry finds the record).
-  const std::string slot = res.empty() ? std::string() : *std::min_element(res.begin(), res.end());
-  keys.push_back(req.idempotency_key ? impl->keys.idempotency(slot, *req.idempotency_key)
-                                     : impl->keys.no_idempotency(slot));
-  for (const auto& r : res) {
-    keys.push_back(impl->keys.version(r));
-    keys.push_back(impl->keys.state(r));
-  }
-  for (const auto& f : req.fences) {
-    keys.push_back(impl->keys.fence(f.resource));
-    keys.push_back(impl->keys.lease(f.resource));
-  }
-  for (std::size_t i : unfenced) keys.push_back(impl->keys.policy(res[i - 1]));
-  for (const auto& l : locks) keys.push_back(l);
-
-  std::vector<std::string> args;
-  args.reserve(10 + res.size() + req.fences.size() + unfenced.size() + 3 * req.checks.size() +
-               4 * req.writes.size());
-  args.push_back(req.idempotency_key ? "1" : "0");
-  args.push_back(req.fingerprint);
-  args.push_back(std::to_string(impl->options.idempotency_retention().count()));
-  args.push_back(std::to_string(res.size()));
-  args.push_back(std::to_string(req.fences.size()));
-  args.push_back(std::to_string(req.checks.size()));
-  args.push_back(std::to_string(req.writes.size()));
-  args.push_back(std::to_string(locks.size()));
-  args.push_back(owner);
-  args.push_back(std::to_string(unfenced.size()));
-  for (const auto& r : res) args.push_back(r);
-  for (const auto& f : req.fences) args.push_back(std::to_string(f.token));
-  for (std::size_t i : unfenced) args.push_back(std::to_string(i));
-  for (const auto& c : req.checks) {
-    args.push_back(std::to_string(add(c.resource)));
-    args.push_back(c.key);
-    args.push_back(std::to_string(c.expected_version));
-  }
-  for (const auto& w : req.writes) {
-    args.push_back(std::to_string(add(w.resource)));
-    args.push_back(w.key);
-    args.push_back(w.value ? "v" : "t");
-    args.push_back(w.value ? w.value->dump() : std::string());
-  }
-
+  detail::EncodedCommit call =
+      detail::encode_commit(req, impl->keys, impl->options.idempotency_retention(), locks, owner);
   const auto kind =
       req.idempotency_key ? detail::CommandKind::commit_idempotent : detail::CommandKind::commit;
-  RedisReply r = co_await impl->eval(Script::commit, std::move(keys), std::move(args), kind);
-  const std::string& tag = str_at(r, 0, "commit");
-  if (tag == "ok") {
-    (void)impl->take_locks(req.session);  // the script released them
-    CommitResult result;
-    result.replayed = str_at(r, 1, "commit") == "1";
-    if (result.replayed) {
-      const Value versions = parse_json(str_at(r, 2, "commit"), "commit");
-      for (const auto& [name, v] : versions.items()) {
-        if (!v.is_number_unsigned()) malformed("commit");
-        result.versions[name] = v.get<Version>();
-      }
-    } else {
-      for (std::size_t i = 3; i < r.elements.size(); i += 2)
-        result.versions[str_at(r, i, "commit")] = num_at(r, i + 1, "commit");
-    }
-    co_return result;
-  }
-  if (tag == "reused") throw IdempotencyKeyReusedError(*req.idempotency_key);
-  if (tag == "notfound") throw ResourceNotFoundError(nth(res, num_at(r, 1, "commit"), "commit"));
-  if (tag == "stale" || tag == "forged") {
-    const auto& f = nth(req.fences, num_at(r, 1, "commit"), "commit");
-    detail::enforce_fence(f.resource, req.agent_id, num_at(r, 2, "commit"), f.token);
-  }
-  if (tag == "fence_required")
-    throw FenceRequiredError(nth(res, num_at(r, 1, "commit"), "commit"), req.agent_id);
-  if (tag == "conflict") {
-    const auto& c = nth(req.checks, num_at(r, 1, "commit"), "commit");
-    throw ConflictError(c.resource, c.key, c.expected_version, num_at(r, 2, "commit"));
-  }
-  malformed("commit");
+  RedisReply r =
+      co_await impl->eval(Script::commit, std::move(call.keys), std::move(call.args), kind);
+  CommitResult result = detail::result_or_raise(detail::decode_commit(r, req, call), req);
+  (void)impl->take_locks(req.session);  // the script released them
+  co_return result;
 }
 
 }  // namespace statepact

@@ -101,29 +101,29 @@ redis.call('HSET', KEYS[2], 'fence_required', ARGV[1])
 return 1
 )lua";
 
-// KEYS: version, policy. -> {'ok', fence_required or nil} | {'notfound'}
+// KEYS: version, policy. -> {'ok', fence_required or nil} | {'resource_not_found'}
 inline constexpr const char* get_policy = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'notfound'}
+  return {'resource_not_found'}
 end
 return {'ok', redis.call('HGET', KEYS[2], 'fence_required')}
 )lua";
 
-// KEYS: version, state. ARGV: key. -> {'ok', entry or nil} | {'notfound'}
+// KEYS: version, state. ARGV: key. -> {'ok', entry or nil} | {'resource_not_found'}
 inline constexpr const char* read = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'notfound'}
+  return {'resource_not_found'}
 end
 return {'ok', redis.call('HGET', KEYS[2], ARGV[1])}
 )lua";
 
-// KEYS: version, state per resource. -> {'ok', version, {k, entry, ...}, ...} | {'notfound', i}
+// KEYS: version, state per resource. -> {'ok', version, {k, entry, ...}, ...} | {'resource_not_found', i}
 inline constexpr const char* snapshot = R"lua(
 local out = {'ok'}
 for i = 1, #KEYS, 2 do
   local v = redis.call('GET', KEYS[i])
   if not v then
-    return {'notfound', tostring((i + 1) / 2)}
+    return {'resource_not_found', tostring((i + 1) / 2)}
   end
   out[#out + 1] = v
   out[#out + 1] = redis.call('HGETALL', KEYS[i + 1])
@@ -142,12 +142,12 @@ return 0
 )lua";
 
 // KEYS: lock, version, state. ARGV: owner, mode ('S'|'X'), lock ttl ms, key.
-// -> {'ok', entry or nil} | {'wait', holder, ...} | {'notfound'}
+// -> {'ok', entry or nil} | {'wait', holder, ...} | {'resource_not_found'}
 // Every key in the resource's slot. A request that must wait gets the holders it waits for; the
 // client then records that in the wait-for graph (the wait script).
 inline constexpr const char* lock = STATEPACT_REDIS_NOW R"lua(
 if redis.call('EXISTS', KEYS[2]) == 0 then
-  return {'notfound'}
+  return {'resource_not_found'}
 end
 local me, mode = ARGV[1], ARGV[2]
 local others, exclusive, mine = {}, false, nil
@@ -246,59 +246,60 @@ end
 return 1
 )lua";
 
-// KEYS: [1] idempotency record (or a placeholder in the first resource's slot, never touched),
-// then version and state per resource, then one fence key
-// and one lease key per fence, then one policy key per written resource that carries no fence, then
-// the session's lock keys. ARGV: [1] has idempotency key, [2] fingerprint, [3] retention ms, [4]
-// resources, [5] fences, [6] checks, [7] writes, [8] locks, [9] lock owner, [10] policy keys; then
-// resource names; fence tokens; resource index per policy key (in resource name order); (resource
-// index, key, expected version) per check; (resource index, key, 'v'|'t', json) per write. Checks
-// everything before writing anything, in the memory backend's order.
-// -> {'ok', '0', '', name, version, ...} (applied: each written resource's new version)
-//    | {'ok', '1', result json} (a replay: the stored result) | {'reused'} | {'notfound', i}
-//    | {'stale'|'forged', j, hw} | {'fence_required', i} | {'conflict', k, found}
+// The layout of KEYS, ARGV and the reply is described in commit_codec.hpp, which builds the call
+// and reads the answer. Checks everything before writing anything, in the memory backend's order.
 // The result is JSON-encoded only to be stored with an idempotency key.
 inline constexpr const char* commit = STATEPACT_REDIS_HIGH_WATER R"lua(
-local nres, nf, nc, nw, nl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]),
-  tonumber(ARGV[7]), tonumber(ARGV[8])
-local owner, np = ARGV[9], tonumber(ARGV[10])
+-- ARGV's header slots: the same names and numbers as CommitArg in commit_codec.hpp.
+local HAS_KEY, FINGERPRINT, RETENTION_MS, RESOURCE_COUNT, FENCE_COUNT, CHECK_COUNT, WRITE_COUNT, LOCK_COUNT, LOCK_OWNER, POLICY_COUNT = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local nres, nf, nc, nw, nl = tonumber(ARGV[RESOURCE_COUNT]), tonumber(ARGV[FENCE_COUNT]),
+  tonumber(ARGV[CHECK_COUNT]), tonumber(ARGV[WRITE_COUNT]), tonumber(ARGV[LOCK_COUNT])
+local owner, np = ARGV[LOCK_OWNER], tonumber(ARGV[POLICY_COUNT])
+-- KEYS by section, in the order commit_codec.hpp lays them out.
+local record_key = KEYS[1]
+local function version_key(i) return KEYS[2 * i] end
+local function state_key(i) return KEYS[1 + 2 * i] end
+local function fence_key(j) return KEYS[2 * nres + 2 * j] end
+local function lease_key(j) return KEYS[1 + 2 * nres + 2 * j] end
+local function policy_key(p) return KEYS[1 + 2 * nres + 2 * nf + p] end
+local function lock_key(l) return KEYS[1 + 2 * nres + 2 * nf + np + l] end
+-- ARGV after the header: resource names, fence tokens, policy resource indexes, checks, writes.
+local header = POLICY_COUNT
+local function resource_name(i) return ARGV[header + i] end
 local function release_locks()
-  local base = 1 + 2 * nres + 2 * nf + np
-  for i = 1, nl do
-    redis.call('HDEL', KEYS[base + i], owner)
+  for l = 1, nl do
+    redis.call('HDEL', lock_key(l), owner)
   end
 end
-if ARGV[1] == '1' then
-  local rec = redis.call('HMGET', KEYS[1], 'fp', 'result')
+if ARGV[HAS_KEY] == '1' then
+  local rec = redis.call('HMGET', record_key, 'fp', 'result')
   if rec[1] then
-    if rec[1] ~= ARGV[2] then
-      return {'reused'}
+    if rec[1] ~= ARGV[FINGERPRINT] then
+      return {'idempotency_key_reused'}
     end
     release_locks()
     return {'ok', '1', rec[2]}
   end
 end
 for i = 1, nres do
-  if redis.call('EXISTS', KEYS[2 * i]) == 0 then
-    return {'notfound', tostring(i)}
+  if redis.call('EXISTS', version_key(i)) == 0 then
+    return {'resource_not_found', tostring(i)}
   end
 end
-local a = 10 + nres
+local a = header + nres
 for j = 1, nf do
-  local hw = high_water(KEYS[2 * nres + 2 * j], KEYS[1 + 2 * nres + 2 * j])
+  local hw = high_water(fence_key(j), lease_key(j))
   local tok = tonumber(ARGV[a + j])
-  if tok < hw then
-    return {'stale', tostring(j), string.format('%.0f', hw)}
-  end
-  if tok > hw or tok == 0 then
-    return {'forged', tostring(j), string.format('%.0f', hw)}
+  -- Stale (below the mark) or never issued (above it, or 0): the client tells which.
+  if tok ~= hw or tok == 0 then
+    return {'fence', tostring(j), string.format('%.0f', hw)}
   end
 end
 a = a + nf
 -- A written resource without a fence for it: refused if its policy requires one (a fenced one
 -- passed the fence check above).
 for p = 1, np do
-  if redis.call('HGET', KEYS[1 + 2 * nres + 2 * nf + p], 'fence_required') == '1' then
+  if redis.call('HGET', policy_key(p), 'fence_required') == '1' then
     return {'fence_required', ARGV[a + p]}
   end
 end
@@ -306,7 +307,7 @@ a = a + np
 for k = 1, nc do
   local ri, key, expected = tonumber(ARGV[a + 1]), ARGV[a + 2], tonumber(ARGV[a + 3])
   a = a + 3
-  local cur = redis.call('HGET', KEYS[1 + 2 * ri], key)
+  local cur = redis.call('HGET', state_key(ri), key)
   local found = 0
   if cur then
     found = tonumber(string.match(cur, '^%d+'))
@@ -321,21 +322,21 @@ for w = 1, nw do
   a = a + 4
   local v = versions[ri]
   if not v then
-    v = string.format('%.0f', redis.call('INCR', KEYS[2 * ri]))
+    v = string.format('%.0f', redis.call('INCR', version_key(ri)))
     versions[ri] = v
-    result[ARGV[10 + ri]] = tonumber(v)
-    reply[#reply + 1] = ARGV[10 + ri]
+    result[resource_name(ri)] = tonumber(v)
+    reply[#reply + 1] = resource_name(ri)
     reply[#reply + 1] = v
   end
   if kind == 'v' then
-    redis.call('HSET', KEYS[1 + 2 * ri], key, v .. ' ' .. json)
+    redis.call('HSET', state_key(ri), key, v .. ' ' .. json)
   else
-    redis.call('HSET', KEYS[1 + 2 * ri], key, v)
+    redis.call('HSET', state_key(ri), key, v)
   end
 end
-if ARGV[1] == '1' then
-  redis.call('HSET', KEYS[1], 'fp', ARGV[2], 'result', cjson.encode(result))
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if ARGV[HAS_KEY] == '1' then
+  redis.call('HSET', record_key, 'fp', ARGV[FINGERPRINT], 'result', cjson.encode(result))
+  redis.call('PEXPIRE', record_key, ARGV[RETENTION_MS])
 end
 release_locks()
 return reply

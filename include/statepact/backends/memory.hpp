@@ -23,6 +23,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/commit_request.hpp>
+#include <statepact/detail/commit_verdict.hpp>
 #include <statepact/detail/lease_rules.hpp>
 #include <statepact/detail/lock_table.hpp>
 #include <statepact/detail/validate.hpp>
@@ -318,7 +319,7 @@ class MemoryBackend {
         auto it = idempotency_.find(*req.idempotency_key);
         if (it != idempotency_.end()) {
           if (it->second.fingerprint != req.fingerprint)
-            throw IdempotencyKeyReusedError(*req.idempotency_key);
+            detail::raise(detail::CommitRefusal::key_reused(), req);
           result = it->second.result;
           result.replayed = true;
           granted = locks_.release_all(req.session);
@@ -405,12 +406,17 @@ class MemoryBackend {
 
   // Checks everything first and only then writes, so a failed commit changes nothing.
   CommitResult apply(CommitRequest& req) {
-    for (const auto& r : req.resources) find_resource(r);
-    for (const auto& w : req.writes) find_resource(w.resource);
+    auto registered = [&](const std::string& r) {
+      if (resources_.find(r) == resources_.end())
+        detail::raise(detail::CommitRefusal::not_found(r), req);
+    };
+    for (const auto& r : req.resources) registered(r);
+    for (const auto& w : req.writes) registered(w.resource);
     for (const auto& f : req.fences) {
       auto it = leases_.find(f.resource);
-      detail::enforce_fence(f.resource, req.agent_id,
-                            it == leases_.end() ? 0 : it->second.high_water, f.token);
+      const Token high_water = it == leases_.end() ? 0 : it->second.high_water;
+      if (detail::check_fence(high_water, f.token) != detail::FenceVerdict::ok)
+        detail::raise(detail::CommitRefusal::bad_fence(f.resource, f.token, high_water), req);
     }
     // Fence-required resources: every written one needs a fence (proved current above).
     const std::string* unfenced = nullptr;
@@ -421,13 +427,14 @@ class MemoryBackend {
                       [&](const FenceCheck& f) { return f.resource == w.resource; });
       if (!fenced && (!unfenced || w.resource < *unfenced)) unfenced = &w.resource;
     }
-    if (unfenced) throw FenceRequiredError(*unfenced, req.agent_id);
+    if (unfenced) detail::raise(detail::CommitRefusal::no_fence(*unfenced), req);
     for (const auto& c : req.checks) {
       const auto& entries = find_resource(c.resource).entries;
       const auto it = entries.find(c.key);
       const Version found = it == entries.end() ? 0 : it->second.version;
       if (found != c.expected_version)
-        throw ConflictError(c.resource, c.key, c.expected_version, found);
+        detail::raise(
+            detail::CommitRefusal::conflict_on(c.resource, c.key, c.expected_version, found), req);
     }
     CommitResult result;
     // Nothing can fail from here on, so the values move into storage.
