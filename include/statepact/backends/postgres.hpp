@@ -138,11 +138,10 @@ struct PostgresServerCheck {
 /// threads, and each call completes on the awaiting coroutine's executor.
 ///
 /// Each call is one statement (a pessimistic session adds BEGIN and COMMIT); input is checked
-/// before any I/O
-/// (`InvalidArgumentError`). Failures common to every call: `BackendUnavailableError`
-/// (retryable: the server could not be reached, the connection was lost before a reply to a
-/// non-commit call, the statement timed out, no reply or no free connection within
-/// call_timeout); `ConfigurationError` (authentication, permissions, a missing database or
+/// before any I/O (`InvalidArgumentError`). Failures common to every call:
+/// `BackendUnavailableError` (retryable: the server could not be reached, the connection was lost
+/// before a reply to a non-commit call, the statement timed out, no reply or no free connection
+/// within call_timeout); `ConfigurationError` (authentication, permissions, a missing database or
 /// schema); a plain statepact::Error (code backend_unavailable, not retryable) for a reply the
 /// library does not know. Cancelling the awaiting coroutine does not stop a statement (only a
 /// lock() wait): it runs to its end on the server, and what it did (a lease acquired, a commit
