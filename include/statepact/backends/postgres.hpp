@@ -244,6 +244,7 @@ class PostgresBackend {
   /// `operation_aborted`); the session keeps its transaction and the locks it already holds.
   /// @throws LockTimeoutError (retryable) if not granted within `timeout`.
   /// @throws DeadlockError (retryable) if the server reports a deadlock.
+  /// @throws ResourceNotFoundError when the resource is not registered.
   /// @throws InvalidArgumentError if `timeout` is not positive.
   /// @throws UsageError if `session` is not an open pessimistic session.
   /// @throws BackendUnavailableError if the session's transaction is gone (its connection failed
