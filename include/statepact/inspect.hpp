@@ -1,6 +1,7 @@
-// Optional: what an operator needs from storage beyond the Backend concept: listing leases and
-// resources, one lease's holder, and revoking a lease. A backend that offers it models
-// InspectableBackend; a minimal backend need not. statepactctl and LeaseManager::holder() use it.
+/// @file
+/// Optional: what an operator needs from storage beyond the Backend concept: listing leases and
+/// resources, one lease's holder, and revoking a lease. A backend that offers it models
+/// InspectableBackend; a minimal backend need not. statepactctl and LeaseManager::holder() use it.
 #pragma once
 
 #include <concepts>
@@ -17,44 +18,51 @@
 
 namespace statepact {
 
-// A live lease as storage sees it. `expires_in` is measured by the backend's own clock at the
-// moment of the read, so it is meaningful on any client whatever its clock says.
+/// A live lease as storage sees it, a snapshot taken at the read. `expires_in` is measured by the
+/// backend's own clock at the moment of the read, so it is meaningful on any client whatever its
+/// clock says.
 struct LeaseInfo {
-  std::string resource;
-  std::string owner;
-  Token token = 0;
-  time_point expires_at{};  // the backend's clock
-  milliseconds ttl{0};
-  milliseconds expires_in{0};
+  std::string resource;        ///< the leased resource
+  std::string owner;           ///< the lease's owner
+  Token token = 0;             ///< the lease's fencing token
+  time_point expires_at{};     ///< the backend's clock: compare only with other backend times
+  milliseconds ttl{0};         ///< the ttl of the last acquire or renewal
+  milliseconds expires_in{0};  ///< time left at the read, by the backend's clock
+  /// Field-wise equality.
   bool operator==(const LeaseInfo&) const = default;
 };
 
+/// A registered resource as storage sees it.
 struct ResourceInfo {
-  std::string name;
-  Version version = 0;  // commits that wrote it
-  ResourcePolicy policy;
+  std::string name;       ///< the resource's name
+  Version version = 0;    ///< commits that wrote it
+  ResourcePolicy policy;  ///< its current policy
+  /// Field-wise equality.
   bool operator==(const ResourceInfo&) const = default;
 };
 
-// What revoke_lease() ended: the lease as it stood, and the fence it left behind.
+/// What revoke_lease() ended: the lease as it stood, and the fence it left behind.
 struct RevokedLease {
-  Lease lease;
-  Token fence = 0;  // the new high-water mark: lease.token + 1
+  Lease lease;      ///< the lease as it stood when revoked (it may have been expired already)
+  Token fence = 0;  ///< the new high-water mark: lease.token + 1
+  /// Field-wise equality.
   bool operator==(const RevokedLease&) const = default;
 };
 
-// Contracts (docs/backend-concept.md, "Optional: inspection and revoke"):
-// - list_leases(glob): every live lease whose resource name matches the glob (all when empty),
-//   sorted by resource name (bytewise);
-// - lease_holder(resource): the live lease of the resource, or empty;
-// - list_resources(glob): every registered resource matching the glob, sorted by name;
-// - revoke_lease(resource): in one atomic step, ends the resource's current lease (live, or expired
-//   and not yet taken over: its holder can still write until the fence moves) and raises the
-//   high-water mark by one, so the holder's token is fenced off at once and its renewals fail; the
-//   next acquire gets a token above the new mark. Empty when there is nothing to revoke (no lease,
-//   or it was released). The raised mark is carried by no lease.
-// Globs are matched against the real names, byte by byte: `*` any run, `?` one byte, `[abc]`,
-// `[a-z]`, `[!a]` a set, `\x` the byte x. A malformed glob is an InvalidArgumentError.
+/// A Backend that also offers inspection and revoke. Contracts (docs/backend-concept.md,
+/// "Optional: inspection and revoke"):
+/// - list_leases(glob): every live lease whose resource name matches the glob (all when empty),
+///   sorted by resource name (bytewise);
+/// - lease_holder(resource): the live lease of the resource, or empty;
+/// - list_resources(glob): every registered resource matching the glob, sorted by name;
+/// - revoke_lease(resource): in one atomic step, ends the resource's current lease (live, or
+///   expired and not yet taken over: its holder can still write until the fence moves) and raises
+///   the high-water mark by one, so the holder's token is fenced off at once and its renewals
+///   fail; the next acquire gets a token above the new mark. Empty when there is nothing to revoke
+///   (no lease, or it was released). The raised mark is carried by no lease.
+///
+/// Globs are matched against the real names, byte by byte: `*` any run, `?` one byte, `[abc]`,
+/// `[a-z]`, `[!a]` a set, `\x` the byte x. A malformed glob is an InvalidArgumentError.
 template <class B>
 concept InspectableBackend = Backend<B> &&
     requires(B& b, std::string s, std::optional<std::string> glob) {

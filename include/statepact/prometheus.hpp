@@ -1,9 +1,10 @@
-// statepact::prometheus: an Observer that turns the library's events into Prometheus counters and
-// latency histograms (prometheus-cpp). Link the `statepact::prometheus` target.
-//
-// Labels never carry a resource, key, owner or agent name: those are unbounded, and every distinct
-// value would become a time series. Events are labelled by what happened (event, outcome, reason,
-// lock mode) and by the constant labels the caller gives (say, {"backend", "redis"}).
+/// @file
+/// statepact::prometheus: an Observer that turns the library's events into Prometheus counters and
+/// latency histograms (prometheus-cpp). Link the `statepact::prometheus` target.
+///
+/// Labels never carry a resource, key, owner or agent name: those are unbounded, and every distinct
+/// value would become a time series. Events are labelled by what happened (event, outcome, reason,
+/// lock mode) and by the constant labels the caller gives (say, {"backend", "redis"}).
 #pragma once
 
 #include <array>
@@ -24,18 +25,24 @@
 
 namespace statepact {
 
+/// An Observer that counts lease events, commits, retries and lock waits and records their
+/// latencies (seconds, measured on the steady clock) in a prometheus::Registry. Every series
+/// exists from construction, at zero. Safe to call from several threads at once (prometheus-cpp's
+/// counters and histograms are). Must outlive the Manager, LeaseManager or Session it is set on.
 class PrometheusObserver final : public Observer {
  public:
-  // Latency buckets in seconds: 100 µs (an in-process commit) to 10 s (a long lock wait).
+  /// Latency buckets in seconds: 100 µs (an in-process commit) to 10 s (a long lock wait).
   static std::vector<double> default_buckets() {
     return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
             0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   }
 
-  // Registers the metrics in `registry` (which must outlive this observer) with `labels` added to
-  // every series, e.g. {{"backend", "postgres"}}. Several observers may share a registry: with
-  // different labels they add series to the same families; with equal labels they share them.
-  // Throws InvalidArgumentError for a bad label name, or one this observer sets itself.
+  /// Registers the metrics in `registry` (which must outlive this observer) with `labels` added to
+  /// every series, e.g. {{"backend", "postgres"}}, and `buckets` (seconds) for every histogram.
+  /// Several observers may share a registry: with different labels they add series to the same
+  /// families; with equal labels they share them.
+  /// @throws InvalidArgumentError for a bad label name, one this observer sets itself (event,
+  /// outcome, reason, mode), or anything else prometheus-cpp refuses to register.
   explicit PrometheusObserver(prometheus::Registry& registry, prometheus::Labels labels = {},
                               std::vector<double> buckets = default_buckets()) {
     for (const char* own : {"event", "outcome", "reason", "mode"})
@@ -106,16 +113,24 @@ class PrometheusObserver final : public Observer {
     }
   }
 
+  /// Counts the lease event by kind (`statepact_lease_events_total`) and records its duration
+  /// (`statepact_lease_operation_duration_seconds`).
   void on_lease(const LeaseEventInfo& e) override {
     record(lease_.at(static_cast<std::size_t>(e.event)), e.duration);
   }
+  /// Counts the commit by outcome (`statepact_commits_total`) and records its duration
+  /// (`statepact_commit_duration_seconds`).
   void on_commit(const CommitEventInfo& e) override {
     record(commit_.at(static_cast<std::size_t>(e.outcome)), e.duration);
   }
+  /// Counts the retry by the error code before it (`statepact_retries_total`; only retryable
+  /// codes have a series) and records its backoff (`statepact_retry_backoff_seconds`).
   void on_retry(const RetryEventInfo& e) override {
     if (auto* c = retry_.at(static_cast<std::size_t>(e.reason))) c->Increment();
     retry_backoff_->Observe(std::chrono::duration<double>(e.backoff).count());
   }
+  /// Counts the lock request by mode and outcome (`statepact_lock_waits_total`) and records the
+  /// time until it was granted or refused (`statepact_lock_wait_duration_seconds`).
   void on_lock_wait(const LockWaitInfo& e) override {
     record(lock_.at(static_cast<std::size_t>(e.mode)).at(static_cast<std::size_t>(e.outcome)),
            e.duration);

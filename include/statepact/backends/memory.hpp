@@ -1,6 +1,7 @@
-// The in-process backend: header-only, thread-safe, with an injectable clock so tests drive lease
-// expiry without sleeping. Every operation completes under one mutex, so each is atomic; only a
-// pessimistic lock wait suspends.
+/// @file
+/// The in-process backend: header-only, thread-safe, with an injectable clock so tests drive lease
+/// expiry without sleeping. Every operation completes under one mutex, so each is atomic; only a
+/// pessimistic lock wait suspends.
 #pragma once
 
 #include <algorithm>
@@ -33,22 +34,31 @@
 
 namespace statepact {
 
+/// Settings of a MemoryBackend: its clock and idempotency retention. Setters return `*this` for
+/// chaining. A plain value type, copied into the backend.
 class MemoryOptions {
  public:
+  /// The defaults: the system clock, 24 h idempotency retention.
   MemoryOptions() = default;
-  // The backend's clock: the only clock that decides lease expiry and idempotency retention.
+  /// The backend's clock: the only clock that decides lease expiry and idempotency retention
+  /// (empty: `Clock::now()`). Called under the backend's mutex, from whichever thread makes the
+  /// call, so it must be thread-safe and must not call the backend. testing::ManualClock::source()
+  /// gives one that tests move by hand.
   MemoryOptions& clock(std::function<time_point()> now) {
     clock_ = std::move(now);
     return *this;
   }
-  // How long an idempotency record is kept: 1 ms .. 365 days.
+  /// How long an idempotency record is kept, by the backend's clock: 1 ms .. 365 days
+  /// (`InvalidArgumentError` otherwise).
   MemoryOptions& idempotency_retention(milliseconds d) {
     detail::validate_duration("idempotency retention", d, detail::max_idempotency_retention);
     retention_ = d;
     return *this;
   }
 
+  /// The clock set, or empty for the system clock.
   const std::function<time_point()>& clock() const { return clock_; }
+  /// How long an idempotency record is kept.
   milliseconds idempotency_retention() const { return retention_; }
 
  private:
@@ -56,16 +66,33 @@ class MemoryOptions {
   milliseconds retention_ = std::chrono::hours(24);
 };
 
+/// A Backend (also InlineBackend and InspectableBackend) that keeps everything in the process:
+/// the embedded default and the reference the server backends mirror. Nothing survives the
+/// object, tokens included. One mutex guards everything, so every operation is atomic and the
+/// backend may be shared by coroutines on any number of threads. Not copyable or movable; it must
+/// outlive every Session, Manager, LeaseManager and lock wait using it.
+///
+/// Input is checked first (`InvalidArgumentError`, nothing changes). Every coroutine except a
+/// lock() that waits runs to its end without suspending, so a cancellation cannot interrupt it
+/// (Asio raises `operation_aborted` at the coroutine's next `co_await`); a call that failed
+/// changed nothing. Times are the backend's clock (MemoryOptions::clock).
 class MemoryBackend {
  public:
+  /// An empty backend with `options`.
   explicit MemoryBackend(MemoryOptions options = MemoryOptions()) : options_(std::move(options)) {}
-  MemoryBackend(const MemoryBackend&) = delete;
-  MemoryBackend& operator=(const MemoryBackend&) = delete;
+  MemoryBackend(const MemoryBackend&) = delete;             ///< Not copyable.
+  MemoryBackend& operator=(const MemoryBackend&) = delete;  ///< Not copyable.
 
+  /// The backend's clock now: MemoryOptions::clock, or `Clock::now()` without one.
   time_point now() const { return options_.clock() ? options_.clock()() : Clock::now(); }
 
   // ---- leases and fencing -------------------------------------------------------------------
 
+  /// Acquires (or, for the same owner, extends) the lease on `resource` for `ttl` (1 ms to 7
+  /// days) from now(). A new lease gets token = high-water mark + 1; registration of the resource
+  /// is not needed. Idempotent for the same owner: re-acquiring extends the live lease with the
+  /// same token.
+  /// @throws LeaseNotAvailableError if another owner holds a live lease (not retryable).
   asio::awaitable<Lease> acquire_lease(std::string resource, std::string owner,
                                        milliseconds ttl = std::chrono::seconds(30)) {
     detail::validate_name("resource name", resource);
@@ -75,6 +102,10 @@ class MemoryBackend {
     co_return detail::decide_acquire(leases_[resource], resource, owner, ttl, now());
   }
 
+  /// Extends `lease` to now() + `ttl` (default: the lease's own ttl) while it is the current live
+  /// lease (same owner and token).
+  /// @throws LeaseLostError if it expired, was released, superseded or never existed (not
+  /// retryable).
   asio::awaitable<Lease> renew_lease(Lease lease, std::optional<milliseconds> ttl = std::nullopt) {
     detail::validate_lease(lease);
     const milliseconds t = ttl.value_or(lease.ttl);
@@ -86,6 +117,8 @@ class MemoryBackend {
     co_return detail::decide_renew(it->second, lease, t, now());
   }
 
+  /// Releases `lease`: true if it was the current lease and is now released, false otherwise.
+  /// The high-water mark stays, so its token is never issued again.
   asio::awaitable<bool> release_lease(Lease lease) {
     detail::validate_lease(lease);
     std::lock_guard guard(mu_);
@@ -93,6 +126,7 @@ class MemoryBackend {
     co_return it != leases_.end() && detail::decide_release(it->second, lease);
   }
 
+  /// The highest token ever issued for `resource`, 0 if none.
   asio::awaitable<Token> current_fence(std::string resource) {
     detail::validate_name("resource name", resource);
     std::lock_guard guard(mu_);
@@ -102,6 +136,9 @@ class MemoryBackend {
 
   // ---- inspection and revoke (InspectableBackend) --------------------------------------------
 
+  /// Every live lease whose resource matches `glob` (all without one), sorted by name bytewise;
+  /// one consistent snapshot, `expires_in` measured by now().
+  /// @throws InvalidArgumentError for a malformed glob.
   asio::awaitable<std::vector<LeaseInfo>> list_leases(std::optional<std::string> glob = {}) {
     if (glob) detail::validate_glob(*glob);
     std::vector<LeaseInfo> out;
@@ -117,6 +154,7 @@ class MemoryBackend {
     co_return out;
   }
 
+  /// The live lease on `resource`, or empty.
   asio::awaitable<std::optional<LeaseInfo>> lease_holder(std::string resource) {
     detail::validate_name("resource name", resource);
     std::lock_guard guard(mu_);
@@ -126,6 +164,8 @@ class MemoryBackend {
     co_return info_of(resource, *it->second.current, t);
   }
 
+  /// Every registered resource matching `glob` (all without one), sorted by name bytewise.
+  /// @throws InvalidArgumentError for a malformed glob.
   asio::awaitable<std::vector<ResourceInfo>> list_resources(std::optional<std::string> glob = {}) {
     if (glob) detail::validate_glob(*glob);
     std::vector<ResourceInfo> out;
@@ -140,8 +180,10 @@ class MemoryBackend {
     co_return out;
   }
 
-  // Ends the current lease (live, or expired and not taken over) and raises the high-water mark
-  // past its token, in one step under the mutex.
+  /// Ends the current lease (live, or expired and not taken over) and raises the high-water mark
+  /// past its token, in one step under the mutex: the holder's commits and renewals fail with
+  /// LeaseLostError from then on. Empty, and nothing changes, when there is no lease or it was
+  /// released.
   asio::awaitable<std::optional<RevokedLease>> revoke_lease(std::string resource) {
     detail::validate_name("resource name", resource);
     std::lock_guard guard(mu_);
@@ -157,6 +199,10 @@ class MemoryBackend {
 
   // ---- state ---------------------------------------------------------------------------------
 
+  /// Creates the resource with its state and policy in one step (true); an existing one is left
+  /// as it is, policy included (false). `initial_state` is a JSON object of valid values; its
+  /// keys start at version 0.
+  /// @throws InvalidArgumentError for a bad name or state.
   asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
                                           ResourcePolicy policy = {}) {
     detail::validate_initial_state(name, initial_state);
@@ -169,6 +215,8 @@ class MemoryBackend {
     co_return created;
   }
 
+  /// Replaces the resource's policy; commits after it see the new one.
+  /// @throws ResourceNotFoundError when the resource is not registered.
   asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy) {
     detail::validate_name("resource name", name);
     std::lock_guard guard(mu_);
@@ -178,26 +226,40 @@ class MemoryBackend {
     co_return;
   }
 
+  /// The resource's policy.
+  /// @throws ResourceNotFoundError when the resource is not registered.
   asio::awaitable<ResourcePolicy> resource_policy(std::string name) {
     detail::validate_name("resource name", name);
     std::lock_guard guard(mu_);
     co_return find_resource(name).policy;
   }
 
+  /// read_now() as a coroutine.
   asio::awaitable<Entry> read(std::string resource, std::string key) {
     co_return read_now(resource, key);
   }
 
+  /// snapshot_now() as a coroutine.
   asio::awaitable<std::vector<ResourceSnapshot>> snapshot(std::vector<std::string> resources) {
     co_return snapshot_now(resources);
   }
 
   // ---- sessions ------------------------------------------------------------------------------
 
+  /// begin_session_now() as a coroutine.
   asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation mode) {
     co_return begin_session_now(resources, mode);
   }
 
+  /// Takes a shared or exclusive lock on `key` for `session` and returns the key's latest entry
+  /// under the lock. A lock that is not free waits in FIFO order (upgrades first) up to
+  /// `timeout`, measured by a steady timer on the caller's executor (real time, not the backend's
+  /// clock). Cancelling the awaiting coroutine withdraws the wait and throws
+  /// `std::system_error(operation_aborted)`, unless the lock was granted first; locks already
+  /// held stay until commit or end_session(). Destroying the coroutine mid-wait also withdraws it.
+  /// @throws DeadlockError (retryable) at once if waiting would close a wait cycle.
+  /// @throws LockTimeoutError (retryable) if not granted within `timeout`.
+  /// @throws ResourceNotFoundError when the resource is not registered.
   asio::awaitable<Entry> lock(SessionId session, std::string resource, std::string key,
                               LockMode mode, milliseconds timeout) {
     detail::validate_name("resource name", resource);
@@ -253,6 +315,7 @@ class MemoryBackend {
                             "lock wait cancelled");
   }
 
+  /// Releases every lock and wait of `session` and wakes the waiters now granted; never waits.
   void end_session(SessionId session) noexcept {
     std::vector<detail::LockTable::Grant> granted;
     {
@@ -262,10 +325,14 @@ class MemoryBackend {
     wake(granted);
   }
 
+  /// commit_now() as a coroutine.
   asio::awaitable<CommitResult> commit(CommitRequest req) { co_return commit_now(std::move(req)); }
 
   // ---- the same operations as plain calls (InlineBackend): nothing here waits ----------------
 
+  /// The latest committed entry of `key` (`Entry{}` if never written; no value with a version: a
+  /// tombstone).
+  /// @throws ResourceNotFoundError when the resource is not registered.
   Entry read_now(const std::string& resource, const std::string& key) {
     detail::validate_name("resource name", resource);
     detail::validate_name("key", key);
@@ -273,6 +340,8 @@ class MemoryBackend {
     return entry_of(find_resource(resource), key);
   }
 
+  /// One consistent copy of every named resource, tombstones included, in the order asked.
+  /// @throws ResourceNotFoundError for the first unregistered resource.
   std::vector<ResourceSnapshot> snapshot_now(const std::vector<std::string>& resources) {
     for (const auto& r : resources) detail::validate_name("resource name", r);
     std::vector<ResourceSnapshot> out;
@@ -287,8 +356,9 @@ class MemoryBackend {
     return out;
   }
 
-  // A pessimistic lock that is free now: granted, returning the key's latest entry. Otherwise
-  // nothing changes and the caller waits through lock().
+  /// A pessimistic lock that is free now: granted, returning the key's latest entry. Otherwise
+  /// nothing changes (empty) and the caller waits through lock().
+  /// @throws ResourceNotFoundError when the resource is not registered.
   std::optional<Entry> try_lock_now(SessionId session, const std::string& resource,
                                     const std::string& key, LockMode mode) {
     detail::validate_name("resource name", resource);
@@ -299,12 +369,25 @@ class MemoryBackend {
     return entry_of(data, key);
   }
 
+  /// A new session id over `resources`, after checking that they exist; the isolation changes
+  /// nothing here.
+  /// @throws ResourceNotFoundError for an unregistered resource.
   SessionId begin_session_now(const std::vector<std::string>& resources, Isolation) {
     std::lock_guard guard(mu_);
     for (const auto& r : resources) find_resource(r);
     return ++next_session_;
   }
 
+  /// Applies `req` atomically, or nothing: idempotent replay, resources, fences, fence-required
+  /// policies and read checks are checked before anything is written (see the Backend concept);
+  /// then the session's locks are released. With an idempotency key the commit is idempotent: a
+  /// resend within the retention returns the stored result with `replayed` set.
+  /// @throws ConflictError (retryable) if a checked key's version moved.
+  /// @throws LeaseLostError if a fence token is older than the high-water mark (not retryable).
+  /// @throws FenceRequiredError if a fence-required resource is written without a token.
+  /// @throws IdempotencyKeyReusedError if the key was used for a different request.
+  /// @throws ResourceNotFoundError for an unregistered resource.
+  /// @throws InvalidArgumentError for a bad request or a fence token never issued.
   CommitResult commit_now(CommitRequest req) {
     detail::validate_commit(req);
     CommitResult result;
