@@ -162,7 +162,7 @@ class HeldLease {
 /// other state but its default ttl and observer, so it is cheap to copy and one manager may be used
 /// by many coroutines at once, on as many threads as the backend allows (the memory backend: any).
 /// Every call is one or a few backend round trips; none retries on its own, except acquire() and
-/// hold() waiting for a busy lease.
+/// hold() waiting for a busy lease, and hold()'s renewals.
 ///
 /// Times: ttls and `expires_at` are decided by the backend's clock; the waits and renewal
 /// intervals this class schedules itself are measured on the local std::chrono::steady_clock.
