@@ -15,6 +15,10 @@
 
 namespace statepact {
 
+/// What storage must offer for leases, fencing and sessions (Manager, Session and LeaseManager are
+/// templates on it): every operation returns an asio::awaitable, is atomic, and is one round trip
+/// for a server backend; end_session is a plain noexcept call. docs/backend-concept.md gives the
+/// contract of each; MemoryBackend, PostgresBackend and RedisBackend model it.
 template <class B>
 concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds ttl,
                            std::optional<milliseconds> maybe_ttl, Value v,
@@ -42,9 +46,9 @@ concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds
   { b.commit(req) } -> std::same_as<asio::awaitable<CommitResult>>;
 };
 
-// Optional: a backend whose state operations never wait on I/O (the memory backend) may also offer
-// them as plain calls. Sessions then call those directly and skip a coroutine frame per operation;
-// a pessimistic lock is tried with try_lock_now() and only waited for through lock().
+/// Optional: a backend whose state operations never wait on I/O (the memory backend) may also offer
+/// them as plain calls. Sessions then call those directly and skip a coroutine frame per operation;
+/// a pessimistic lock is tried with try_lock_now() and only waited for through lock().
 template <class B>
 concept InlineBackend = Backend<B> &&
     requires(B& b, const std::string& s, const std::vector<std::string>& names, CommitRequest req) {

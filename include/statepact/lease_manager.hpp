@@ -32,45 +32,61 @@
 
 namespace statepact {
 
+/// How LeaseManager::hold() takes and keeps its lease: ttl, background renewal, waiting for a busy
+/// lease, what a loss does to the body, and the resource's policy. A plain value with chainable
+/// setters; the setters check nothing, hold() validates the combination when called.
 class HoldOptions {
  public:
+  /// Defaults: the manager's default ttl, no renewal, no waiting, cancel the body on loss, the
+  /// resource's policy left as it is.
   HoldOptions() = default;
+  /// The lease's ttl (1 ms to 7 days); unset: the LeaseManager's default ttl.
   HoldOptions& ttl(milliseconds d) {
     ttl_ = d;
     return *this;
   }
+  /// Renews the lease in the background while the body runs (default: off, so a body that outlives
+  /// the ttl may lose the lease to a takeover).
   HoldOptions& auto_renew(bool on) {
     auto_renew_ = on;
     return *this;
   }
-  // Default: a third of the ttl, well inside it.
+  /// The renewal interval with auto_renew, measured on the local steady clock; it must be positive
+  /// and shorter than the ttl. Default: a third of the ttl, well inside it.
   HoldOptions& renew_every(milliseconds d) {
     renew_every_ = d;
     return *this;
   }
-  // How long to wait for a lease another owner holds; zero fails at once.
+  /// How long to wait for a lease another owner holds (0 to 7 days, local steady clock); zero
+  /// fails at once with LeaseNotAvailableError.
   HoldOptions& wait(milliseconds d) {
     wait_ = d;
     return *this;
   }
-  // On a lost renewal, cancel the body through Asio cancellation (default), or only mark the
-  // handle lost and let the body notice.
+  /// On a lost renewal, cancel the body through Asio cancellation (default), or only mark the
+  /// handle lost (HeldLease::lost()) and let the body notice.
   HoldOptions& cancel_on_loss(bool on) {
     cancel_on_loss_ = on;
     return *this;
   }
-  // hold() registers the resource (empty state) if needed; with a policy it also sets that policy,
-  // e.g. ResourcePolicy{.fence_required = true} so no write without the lease's token lands.
+  /// hold() registers the resource (empty state) if needed; with a policy it also sets that policy,
+  /// e.g. ResourcePolicy{.fence_required = true} so no write without the lease's token lands.
   HoldOptions& policy(ResourcePolicy p) {
     policy_ = p;
     return *this;
   }
 
+  /// The ttl set, if any.
   const std::optional<milliseconds>& ttl() const { return ttl_; }
+  /// Whether the lease is renewed in the background.
   bool auto_renew() const { return auto_renew_; }
+  /// The renewal interval set, if any.
   const std::optional<milliseconds>& renew_every() const { return renew_every_; }
+  /// How long to wait for a busy lease.
   milliseconds wait() const { return wait_; }
+  /// Whether a lost renewal cancels the body.
   bool cancel_on_loss() const { return cancel_on_loss_; }
+  /// The policy to give the resource, if any.
   const std::optional<ResourcePolicy>& policy() const { return policy_; }
 
  private:
@@ -113,17 +129,24 @@ class HoldState {
 
 }  // namespace detail
 
-// What the body of hold() may take instead of `const Lease&`: the live view of the held lease.
+/// What the body of hold() may take instead of `const Lease&`: the live view of the held lease.
+/// hold() makes it and it is valid for the body's run. Its calls are thread-safe (a mutex guards
+/// the state it shares with the renewal loop, which may run on another thread).
 class HeldLease {
  public:
+  /// Made by LeaseManager::hold(); not meant to be constructed by callers.
   explicit HeldLease(std::shared_ptr<detail::HoldState> state) : state_(std::move(state)) {}
+  /// The lease as last renewed (expires_at by the backend's clock); the token never changes.
   Lease lease() const { return state_->lease(); }
+  /// The lease's fencing token: give it to the sessions that write under this lease.
   Token token() const { return state_->lease().token; }
-  // True once the lease is lost (storage said so, or renewals kept failing until it was about to
-  // expire): stop working, do not commit under this token.
+  /// True once the lease is lost (storage said so, or renewals kept failing until it was about to
+  /// expire): stop working, do not commit under this token. Only auto_renew detects a loss; without
+  /// it this stays false (a stale token is still refused at commit).
   bool lost() const { return state_->failure() != nullptr; }
-  // Throws the loss (LeaseLostError; when renewals kept failing, with the last failure nested:
-  // std::rethrow_if_nested) if there was one.
+  /// Throws the loss (LeaseLostError; when renewals kept failing, with the last failure nested:
+  /// std::rethrow_if_nested) if there was one; otherwise does nothing.
+  /// @throws LeaseLostError if lost() is true (not retryable: stop, re-acquire, re-read).
   void check() const {
     if (auto e = state_->failure()) std::rethrow_exception(e);
   }
@@ -132,6 +155,22 @@ class HeldLease {
   std::shared_ptr<detail::HoldState> state_;
 };
 
+/// The entry point for lease work on backend `B`: take, renew and release leases, read the fence,
+/// and hold a lease for the length of a job (hold()).
+///
+/// It keeps a pointer to the backend, which it does not own and which must outlive it, and holds no
+/// other state but its default ttl and observer, so it is cheap to copy and one manager may be used
+/// by many coroutines at once, on as many threads as the backend allows (the memory backend: any).
+/// Every call is one or a few backend round trips; none retries on its own, except acquire() and
+/// hold() waiting for a busy lease, and hold()'s renewals.
+///
+/// Times: ttls and `expires_at` are decided by the backend's clock; the waits and renewal
+/// intervals this class schedules itself are measured on the local std::chrono::steady_clock.
+///
+/// Cancellation (Asio): a request already sent to storage is not interrupted; it completes, and the
+/// cancelled coroutine gets std::system_error(asio::error::operation_aborted) at its next co_await,
+/// before anything more is sent. So a lease whose acquisition completed server-side but whose
+/// Lease never reached the caller stays held until its ttl runs out (its token counts as issued).
 template <Backend B>
 class LeaseManager {
   // Helpers first: hold()'s return type names them.
@@ -162,40 +201,54 @@ class LeaseManager {
   using holder_t = std::conditional_t<std::is_void_v<R>, void_holder, value_box<R>>;
 
  public:
+  /// Works on `backend` (not owned; it must outlive the manager), with `default_ttl` for every
+  /// call that is given no ttl.
+  /// @throws InvalidArgumentError if default_ttl is not between 1 ms and 7 days.
   explicit LeaseManager(B& backend, milliseconds default_ttl = std::chrono::seconds(30))
       : backend_(&backend), default_ttl_(default_ttl) {
     detail::validate_ttl(default_ttl);
   }
 
+  /// The backend this manager works on.
   B& backend() const { return *backend_; }
+  /// The ttl used when a call is given none.
   milliseconds default_ttl() const { return default_ttl_; }
 
-  // Reports acquisitions, renewals (hold()'s too), losses and releases to `o` (null: to nobody,
-  // the default). Set it before use: not synchronized with calls in flight.
+  /// Reports acquisitions, renewals (hold()'s too), losses and releases to `o` (null: to nobody,
+  /// the default; not owned, it must outlive the manager). Set it before use: not synchronized
+  /// with calls in flight.
   void set_observer(Observer* o) { observer_ = o; }
+  /// The observer set with set_observer(), or null.
   Observer* observer() const { return observer_; }
 
   // The calls below are coroutines rather than forwarding the backend's awaitable, so their
   // arguments live in this frame whatever parameter types a backend chose.
 
-  // Takes the lease (ttl: the default ttl if none is given). Every call here that takes a lease
-  // first registers the resource with an empty state if it does not exist, so a fenced session on
-  // it works. LeaseNotAvailableError while another owner holds a live lease.
+  /// Takes the lease of `resource` for `owner` in one attempt (ttl: the default ttl if none is
+  /// given; `expires_at` = the backend's now + ttl). A free, released or expired lease gets a new
+  /// token (the highest issued + 1); a live lease this owner already holds is extended and keeps
+  /// its token. Every call here that takes a lease first registers the resource with an empty state
+  /// if it does not exist, so a fenced session on it works.
+  /// @throws InvalidArgumentError for a bad name or ttl (1 ms to 7 days), before any I/O.
+  /// @throws LeaseNotAvailableError while another owner holds a live lease (not retryable: wait,
+  ///         back off, or use acquire() / try_acquire()).
+  /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.
   asio::awaitable<Lease> lease(std::string resource, std::string owner,
                                std::optional<milliseconds> ttl = std::nullopt) {
     const milliseconds t = ttl.value_or(default_ttl_);
     co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
     co_return co_await acquire_once(std::move(resource), std::move(owner), t);
   }
-  // The same, and the resource gets `policy` (also when it existed before).
+  /// The same, and the resource gets `policy` (also when it existed before; the policy is set
+  /// even if the lease then turns out to be unavailable).
   asio::awaitable<Lease> lease(std::string resource, std::string owner, milliseconds ttl,
                                ResourcePolicy policy) {
     co_await detail::register_for_lease(*backend_, resource, owner, ttl, policy);
     co_return co_await acquire_once(std::move(resource), std::move(owner), ttl);
   }
 
-  // lease(), but empty instead of LeaseNotAvailableError while another owner holds a live lease.
-  // Every other error (bad input, storage unavailable, ...) is thrown as lease() throws it.
+  /// lease(), but empty instead of LeaseNotAvailableError while another owner holds a live lease.
+  /// Every other error (bad input, storage unavailable, ...) is thrown as lease() throws it.
   asio::awaitable<std::optional<Lease>> try_acquire(
       std::string resource, std::string owner, std::optional<milliseconds> ttl = std::nullopt) {
     const milliseconds t = ttl.value_or(default_ttl_);
@@ -207,8 +260,14 @@ class LeaseManager {
     co_return std::nullopt;
   }
 
-  // lease(), waiting up to `wait` for a live lease of another owner to go, with jittered
-  // exponential backoff; at the deadline the last LeaseNotAvailableError propagates.
+  /// lease(), waiting up to `wait` (local steady clock) for a live lease of another owner to go,
+  /// retrying with jittered exponential backoff (5 ms doubling to 500 ms); at the deadline the last
+  /// LeaseNotAvailableError propagates. A zero wait makes one attempt, like lease(). The observer
+  /// hears one event (acquired or not_available) whose duration includes the waiting.
+  /// @throws InvalidArgumentError if `wait` is negative, or as lease().
+  /// @throws LeaseNotAvailableError if the lease is still held by another owner at the deadline.
+  /// Other errors from storage propagate at once, without waiting. Cancelled while it waits
+  /// between attempts, it throws std::system_error(asio::error::operation_aborted) holding nothing.
   asio::awaitable<Lease> acquire(std::string resource, std::string owner,
                                  std::optional<milliseconds> ttl = std::nullopt,
                                  milliseconds wait = milliseconds::zero()) {
@@ -218,8 +277,13 @@ class LeaseManager {
     co_return co_await acquire_registered(std::move(resource), std::move(owner), t, wait);
   }
 
-  // Extends a live lease this owner holds, keeping its token (ttl: the lease's own if none is
-  // given). LeaseLostError once it expired, was released or was taken over: stop and re-acquire.
+  /// Extends a live lease this owner holds, keeping its token: the returned Lease expires at the
+  /// backend's now + ttl (ttl: the lease's own if none is given). Renewing again with the same
+  /// Lease is harmless while it is live.
+  /// @throws LeaseLostError once it expired (even if nobody took it over), was released, revoked
+  ///         or was taken over (not retryable: stop, and acquire again for a new token).
+  /// @throws InvalidArgumentError for a malformed lease (token 0, bad names) or ttl.
+  /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.
   asio::awaitable<Lease> renew(Lease lease, std::optional<milliseconds> ttl = std::nullopt) {
     if (!observer_) co_return co_await backend_->renew_lease(std::move(lease), ttl);
     const detail::ObserverTimer took(observer_);
@@ -236,8 +300,11 @@ class LeaseManager {
     co_return renewed;
   }
 
-  // Ends the lease: true if it was the current lease, false otherwise (never throws for "not the
-  // owner"). The token stays the resource's high-water mark.
+  /// Ends the lease: true if it was the current lease, false otherwise (never throws for "not the
+  /// owner"; releasing twice answers false). The token stays the resource's high-water mark, so a
+  /// later lease gets a higher one.
+  /// @throws InvalidArgumentError for a malformed lease; backend errors (BackendUnavailableError,
+  ///         retryable) if storage fails. An unreleased lease simply expires after its ttl.
   asio::awaitable<bool> release(Lease lease) {
     const detail::ObserverTimer took(observer_);
     const bool released = co_await backend_->release_lease(lease);
@@ -247,21 +314,29 @@ class LeaseManager {
     co_return released;
   }
 
-  // The highest token ever issued for the resource, 0 if none.
+  /// The highest token ever issued for the resource (its fence, raised past the token by a revoke),
+  /// 0 if none. Needs no registration.
+  /// @throws InvalidArgumentError for a bad name; backend errors if storage fails.
   asio::awaitable<Token> current_fence(std::string resource) {
     co_return co_await backend_->current_fence(std::move(resource));
   }
 
-  // Who holds the resource's lease now: owner, token and time left by the backend's clock; empty
-  // when no live lease exists. Only for a backend that models InspectableBackend.
+  /// Who holds the resource's lease now: owner, token and time left by the backend's clock; empty
+  /// when no live lease exists. Only for a backend that models InspectableBackend.
+  /// @throws InvalidArgumentError for a bad name; backend errors if storage fails.
   asio::awaitable<std::optional<LeaseInfo>> holder(std::string resource) requires
       InspectableBackend<B> {
     co_return co_await backend_->lease_holder(std::move(resource));
   }
 
-  // Ends the resource's current lease against its owner's will and raises the fence in the same
-  // atomic step, so the old holder is fenced off at once (an operator's call; see
-  // InspectableBackend). Empty when there was nothing to revoke. Reported as LeaseEvent::revoked.
+  /// Ends the resource's current lease against its owner's will and raises the fence in the same
+  /// atomic step, so the old holder is fenced off at once: its renewals and fenced commits fail
+  /// with LeaseLostError, and the next lease gets a token above the new fence. An operator's call
+  /// (statepactctl revoke). Empty when there was nothing to revoke (no lease, or it was released).
+  /// Reported to the observer as LeaseEvent::revoked. Only for a backend that models
+  /// InspectableBackend. Cancellation mid-call: the revoke may still have happened.
+  /// @throws InvalidArgumentError for a bad name; backend errors if storage fails. Retrying is
+  ///         safe: if the first call was applied, the retry answers empty.
   asio::awaitable<std::optional<RevokedLease>> revoke(std::string resource) requires
       InspectableBackend<B> {
     const detail::ObserverTimer took(observer_);
@@ -272,7 +347,12 @@ class LeaseManager {
     co_return revoked;
   }
 
-  // Asks storage whether a newer token exists; throws LeaseLostError if so.
+  /// Asks storage (one read of the fence) whether a newer token than the lease's exists. It does
+  /// not look at expiry: an expired lease nobody took over passes, as its fenced commits would.
+  /// @throws LeaseLostError if a newer token exists (taken over or revoked; not retryable).
+  /// @throws InvalidArgumentError for a malformed lease or a token that was never issued (above
+  ///         the resource's fence).
+  /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.
   asio::awaitable<void> guard(Lease lease) {
     detail::validate_lease(lease);
     const detail::ObserverTimer took(observer_);
@@ -288,9 +368,33 @@ class LeaseManager {
                                              lease.token, lease.resource));
   }
 
-  // Runs body while holding the lease. body(const Lease&) or body(HeldLease&) returns an
-  // awaitable; hold returns what it returns. The lease is released on every exit; a renewal
-  // failure is rethrown from here (after the body stopped) and never swallowed.
+  /// Runs body while holding the lease. body(const Lease&) or body(HeldLease&) returns an
+  /// asio::awaitable; hold returns what it returns. The lease is released on every exit; a renewal
+  /// failure is rethrown from here (after the body stopped) and never swallowed.
+  ///
+  /// Steps: validate the options; register the resource (empty state) if needed, setting
+  /// `options.policy()` if given; acquire, waiting up to `options.wait()` as acquire() does; run
+  /// the body. With `options.auto_renew()` a renewal loop runs beside the body on the caller's
+  /// executor, every `renew_every` (default ttl / 3). A renewal answered with LeaseLostError loses
+  /// the lease at once; any other renewal failure is retried every quarter of the interval until
+  /// the lease, counted on the local clock from the start of the last successful renewal, is about
+  /// to expire, and is then a loss too. On a loss the body is cancelled (Asio cancellation: its
+  /// next co_await throws std::system_error(asio::error::operation_aborted)), or with
+  /// `cancel_on_loss(false)` only HeldLease::lost() turns true. When the body has ended the lease
+  /// is released (a failing release is ignored: the lease then expires) and hold() returns the
+  /// body's value or rethrows, in this order of precedence: the loss, the body's exception.
+  ///
+  /// @throws InvalidArgumentError for a bad name, ttl, wait (0 to 7 days) or, with auto_renew,
+  ///         a renew_every not positive or not shorter than the ttl; before any I/O.
+  /// @throws LeaseNotAvailableError if another owner still holds the lease after the wait; the
+  ///         body never runs.
+  /// @throws LeaseLostError if the lease was lost while the body ran (not retryable); when
+  ///         renewals kept failing, the last failure is nested (std::rethrow_if_nested).
+  /// Whatever the body throws is rethrown after the release. Cancelling the caller while the body
+  /// runs cancels the body; the lease is released and what the body threw (normally
+  /// std::system_error(asio::error::operation_aborted)) is rethrown. A cancellation that lands
+  /// while hold() is still acquiring throws operation_aborted before the body starts; with
+  /// auto_renew the lease, if acquired by then, is not released but left to expire.
   template <class Body>
   auto hold(std::string resource, std::string owner, Body body, HoldOptions options = HoldOptions())
       -> asio::awaitable<typename body_result<Body>::type> {

@@ -31,44 +31,68 @@ struct awaitable_value<asio::awaitable<T>> {
 };
 }  // namespace detail
 
+/// The entry point for transactions on backend `B`: resources, sessions, and run(), which re-runs
+/// a whole transaction on retryable errors and resolves an unknown commit outcome.
+///
+/// It keeps a pointer to the backend, which it does not own and which must outlive it and every
+/// session it made; it holds no other state but its observer, so one manager may be used by many
+/// coroutines at once, on as many threads as the backend allows (the memory backend: any).
+/// Cancellation (Asio): a request already sent to storage is not interrupted; the cancelled
+/// coroutine gets std::system_error(asio::error::operation_aborted) at its next co_await.
 template <Backend B>
 class Manager {
  public:
+  /// Works on `backend` (not owned).
   explicit Manager(B& backend) : backend_(&backend) {}
 
+  /// The backend this manager works on.
   B& backend() const { return *backend_; }
 
-  // Reports leases taken through lease(), commits and lock waits of its sessions, and run()'s
-  // retries to `o` (null: to nobody, the default). Set it before use: not synchronized with calls
-  // in flight. Sessions made before keep the observer they were made with.
+  /// Reports leases taken through lease(), commits and lock waits of its sessions, and run()'s
+  /// retries to `o` (null: to nobody, the default; not owned, it must outlive the manager and its
+  /// sessions). Set it before use: not synchronized with calls in flight. Sessions made before
+  /// keep the observer they were made with.
   void set_observer(Observer* o) { observer_ = o; }
+  /// The observer set with set_observer(), or null.
   Observer* observer() const { return observer_; }
 
-  // Creates the resource with its initial state and policy; an existing one is left unchanged
-  // (returns false).
+  /// Creates the resource with its initial state (a JSON object: key -> value, keys at version 0)
+  /// and policy; an existing one is left unchanged, policy included (returns false).
+  /// @throws InvalidArgumentError for a bad name or initial state (before any I/O).
+  /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.
   asio::awaitable<bool> register_resource(std::string name, Value initial_state = Value::object(),
                                           ResourcePolicy policy = {}) {
     return backend_->register_resource(std::move(name), std::move(initial_state), policy);
   }
 
-  // Changes what storage enforces on the resource's commits (ResourceNotFoundError if unknown).
+  /// Changes what storage enforces on the resource's commits, from the next commit on.
+  /// @throws ResourceNotFoundError if the resource is not registered.
+  /// @throws InvalidArgumentError for a bad name; backend errors if storage fails.
   asio::awaitable<void> set_resource_policy(std::string name, ResourcePolicy policy) {
     return backend_->set_resource_policy(std::move(name), policy);
   }
 
-  // Registers the resource with an empty state if needed, so a lease works before any session.
+  /// Registers the resource with an empty state if needed, so a lease works before any session,
+  /// then takes the lease once, as LeaseManager::lease() does (and throws as it throws; its
+  /// LeaseNotAvailableError is not retryable). The default ttl here is 30 s.
   asio::awaitable<Lease> lease(std::string resource, std::string owner,
                                milliseconds ttl = std::chrono::seconds(30)) {
     LeaseManager<B> leases = lease_manager();
     co_return co_await leases.lease(std::move(resource), std::move(owner), ttl);
   }
-  // The same, and the resource gets `policy` (also when it existed before).
+  /// The same, and the resource gets `policy` (also when it existed before).
   asio::awaitable<Lease> lease(std::string resource, std::string owner, milliseconds ttl,
                                ResourcePolicy policy) {
     LeaseManager<B> leases = lease_manager();
     co_return co_await leases.lease(std::move(resource), std::move(owner), ttl, policy);
   }
 
+  /// Opens a session: normalizes `options`, then asks the backend to begin it (one round trip for
+  /// server backends; a pessimistic PostgreSQL session also takes a connection of its own). The
+  /// session reports to the manager's current observer.
+  /// @throws InvalidArgumentError for bad options (SessionOptions::normalize()), before any I/O.
+  /// @throws ResourceNotFoundError if a resource is not registered.
+  /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.
   asio::awaitable<Session<B>> session(SessionOptions options) {
     options.normalize();
     SessionId id;
@@ -79,15 +103,29 @@ class Manager {
     co_return Session<B>(*backend_, std::move(options), id, observer_);
   }
 
-  // Runs fn(session) in a fresh session and commits unless fn did; on a retryable error waits
-  // (exponential backoff, full jitter) and runs fn again from the start on fresh state. Returns
-  // what fn returns; non-retryable errors and the last error once attempts run out propagate.
-  //
-  // A commit with an idempotency key whose outcome is unknown (CommitUnknownError) is not
-  // re-run: the identical request is resent with backoff until storage answers (a replay means
-  // the first one was applied), and run() returns fn's value from that attempt. If fn committed
-  // the session itself and returns a value, that value is gone with the exception, so the
-  // CommitUnknownError propagates and fn is not run again.
+  /// Runs fn(session) in a fresh session and commits unless fn did; on a retryable error waits
+  /// (exponential backoff, full jitter) and runs fn again from the start on fresh state. Returns
+  /// what fn returns; non-retryable errors and the last error once attempts run out propagate.
+  /// `fn` takes `Session<B>&` and returns an asio::awaitable; it may run up to
+  /// policy.max_attempts() times, so anything it does outside the session happens again. Every
+  /// attempt uses the same options, idempotency key included.
+  ///
+  /// A commit with an idempotency key whose outcome is unknown (CommitUnknownError) is not
+  /// re-run: the identical request is resent with backoff until storage answers (a replay means
+  /// the first one was applied), and run() returns fn's value from that attempt. If fn committed
+  /// the session itself and returns a value, that value is gone with the exception, so the
+  /// CommitUnknownError propagates and fn is not run again.
+  ///
+  /// @throws InvalidArgumentError for bad options, before the first attempt.
+  /// @throws Error (any non-retryable one, e.g. LeaseLostError, FenceRequiredError) at once.
+  /// @throws Error (the last retryable one: ConflictError, DeadlockError, LockTimeoutError,
+  ///         BackendUnavailableError, ...) once max_attempts attempts failed.
+  /// @throws CommitUnknownError without an idempotency key (at once), or when max_attempts resends
+  ///         left the outcome unknown.
+  /// Anything else fn throws (not a statepact::Error) propagates at once; an uncommitted session
+  /// is aborted.
+  /// Cancellation throws std::system_error(asio::error::operation_aborted) and is never retried; if
+  /// it comes while an unknown outcome is being resolved, that outcome stays unknown.
   template <class F>
   auto run(SessionOptions options, F fn, RetryPolicy policy = RetryPolicy()) -> asio::awaitable<
       typename detail::awaitable_value<std::invoke_result_t<F&, Session<B>&>>::type> {

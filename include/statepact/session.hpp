@@ -22,14 +22,30 @@
 
 namespace statepact {
 
+/// A transaction over one or more resources of backend `B`: read, read_for_update, write and
+/// erase, then commit() or abort(). Writes are buffered in the session and applied by commit()
+/// all at once, or not at all; what reads see and what commit validates depends on the isolation
+/// mode. After commit, abort or a failed commit the session is finished: using it again is a
+/// UsageError.
+///
+/// Made by Manager::session() (or inside Manager::run()). Move-only; it keeps a pointer to the
+/// backend, which must outlive it. Not thread-safe: a session belongs to one coroutine at a time
+/// (different sessions may run concurrently, as far as the backend allows).
+///
+/// Cancellation (Asio): a request already sent to storage is not interrupted and completes;
+/// only a pessimistic lock wait is withdrawn when cancelled. A cancelled coroutine gets
+/// std::system_error(asio::error::operation_aborted) at its next co_await, before anything more
+/// is sent.
 template <Backend B>
 class Session {
  public:
-  // Made by Manager::session(); `options` must be normalized. `observer` (may be null) hears of
-  // commits and lock waits.
+  /// Made by Manager::session(); `options` must be normalized and `id` come from the backend's
+  /// begin_session for them. `observer` (may be null; not owned) hears of commits and lock waits.
   Session(B& backend, SessionOptions options, SessionId id, Observer* observer = nullptr)
       : backend_(&backend), options_(std::move(options)), id_(id), observer_(observer) {}
 
+  /// Takes over `other`'s transaction; `other` is left finished (every call is a UsageError) and
+  /// its destructor does nothing.
   Session(Session&& other) noexcept
       : backend_(other.backend_),
         options_(std::move(other.options_)),
@@ -44,52 +60,118 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // A session dropped without commit aborts, releasing any locks it holds.
+  /// A session dropped without commit aborts, releasing any locks it holds (without waiting).
   ~Session() {
     if (state_ == State::active) backend_->end_session(id_);
   }
 
+  /// The agent the session writes for (SessionOptions::agent_id).
   const std::string& agent_id() const { return options_.agent_id(); }
+  /// The session's isolation mode.
   Isolation isolation() const { return options_.isolation(); }
+  /// The session's resources, sorted and without duplicates.
   const std::vector<std::string>& resources() const { return options_.resources(); }
+  /// The backend's id for this session (its locks are held under it).
   SessionId id() const { return id_; }
+  /// True until commit(), abort() or a failed commit finishes the session (false once moved from).
   bool active() const { return state_ == State::active; }
-  // True after commit() threw CommitUnknownError for a session with an idempotency key: the
-  // commit may or may not have been applied, and resend_commit() can find out.
+  /// True after commit() threw CommitUnknownError for a session with an idempotency key: the
+  /// commit may or may not have been applied, and resend_commit() can find out.
   bool outcome_unknown() const { return state_ == State::unknown; }
 
-  // The single-resource forms leave the resource unset; it is resolved inside the coroutine, so
-  // every error surfaces at co_await.
+  /// Reads `key` of the session's only resource: its value, or empty if the key is absent (never
+  /// written, or erased). A key this session wrote or erased reads back the buffered value with
+  /// no I/O. Otherwise, by isolation mode: none and optimistic read the latest committed value
+  /// (one round trip); snapshot and serializable read the session's snapshot, one consistent
+  /// copy of all its resources taken (one round trip) at its first read or write; pessimistic
+  /// takes a shared lock on the key, waiting up to the session's lock_timeout. The first version
+  /// read is what commit validates (optimistic, pessimistic, serializable).
+  ///
+  /// The single-resource forms leave the resource unset; it is resolved inside the coroutine, so
+  /// every error surfaces at co_await. A failed read leaves the session active.
+  /// @throws UsageError if the session is finished.
+  /// @throws InvalidArgumentError if the session has several resources (name the resource), for a
+  ///         bad key, or for a resource that is not one of the session's.
+  /// @throws ResourceNotFoundError if the resource is not registered.
+  /// @throws LockTimeoutError, DeadlockError (pessimistic; retryable: re-run the transaction).
+  /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.
+  /// A cancelled lock wait is withdrawn (no lock is taken) and throws
+  /// std::system_error(asio::error::operation_aborted).
   asio::awaitable<std::optional<Value>> read(std::string key) {
     return do_read(std::nullopt, std::move(key), false);
   }
+  /// read(key) on the named resource, one of the session's.
   asio::awaitable<std::optional<Value>> read(std::string resource, std::string key) {
     return do_read(std::move(resource), std::move(key), false);
   }
-  // Pessimistic: takes the exclusive lock at once, so a later write needs no upgrade (upgrades of
-  // shared locks held by two sessions deadlock). Other modes: a plain read.
+  /// read(key), except that a pessimistic session takes the exclusive lock at once, so a later
+  /// write needs no upgrade (upgrades of shared locks held by two sessions deadlock). Other modes:
+  /// a plain read. Throws as read().
   asio::awaitable<std::optional<Value>> read_for_update(std::string key) {
     return do_read(std::nullopt, std::move(key), true);
   }
+  /// read_for_update(key) on the named resource, one of the session's.
   asio::awaitable<std::optional<Value>> read_for_update(std::string resource, std::string key) {
     return do_read(std::move(resource), std::move(key), true);
   }
 
+  /// Buffers `value` for `key` of the session's only resource; commit() applies it. Writing a key
+  /// again replaces the buffered value, and reads of the key in this session see it. The value is
+  /// checked here: finite numbers, strings and object keys of valid UTF-8 without U+0000, at most
+  /// 100 levels deep and 1 MiB of JSON text, and at most 16 MiB for all the session's writes.
+  /// Snapshot and serializable sessions take their snapshot here if no read did; a pessimistic
+  /// session takes the key's exclusive lock (waiting up to lock_timeout). Nothing else goes to
+  /// storage before commit. A failed write buffers nothing and leaves the session active.
+  /// @throws UsageError if the session is finished.
+  /// @throws InvalidArgumentError for a bad key or value, a resource not of the session, or a
+  ///         session with several resources (name the resource).
+  /// @throws ResourceNotFoundError, LockTimeoutError, DeadlockError, BackendUnavailableError as
+  ///         read() (the lock errors are retryable).
   asio::awaitable<void> write(std::string key, Value value) {
     return do_write(std::nullopt, std::move(key), std::optional<Value>(std::move(value)));
   }
+  /// write(key, value) on the named resource, one of the session's.
   asio::awaitable<void> write(std::string resource, std::string key, Value value) {
     return do_write(std::move(resource), std::move(key), std::optional<Value>(std::move(value)));
   }
+  /// Buffers the erasure of `key` of the session's only resource (applied by commit(), which
+  /// leaves a tombstone); a later read in this session sees the key absent. Throws as write().
   asio::awaitable<void> erase(std::string key) {
     return do_write(std::nullopt, std::move(key), std::optional<Value>());
   }
+  /// erase(key) on the named resource, one of the session's.
   asio::awaitable<void> erase(std::string resource, std::string key) {
     return do_write(std::move(resource), std::move(key), std::optional<Value>());
   }
 
-  // Applies the buffered writes, or nothing. Whatever happens, the session is finished after; a
-  // commit with an idempotency key whose outcome is unknown can still be resent (resend_commit).
+  /// Applies the buffered writes, or nothing. Whatever happens, the session is finished after; a
+  /// commit with an idempotency key whose outcome is unknown can still be resent (resend_commit).
+  ///
+  /// One request to storage, which in one atomic step checks the session's fence tokens, the
+  /// resources' fence policies and the isolation mode's read checks, then applies every write
+  /// (each written resource's version + 1) and releases the session's locks. Locks are released
+  /// whatever the outcome. With an idempotency key the commit is idempotent: an identical commit
+  /// (same key, resources and writes) already applied is not applied again; storage answers
+  /// with its stored result and `replayed` set. Without a key it is not idempotent.
+  /// @returns the new version of each written resource, and whether it was a replay.
+  /// @throws UsageError if the session is already finished.
+  /// @throws ConflictError if a key's version moved (retryable: re-run the whole transaction).
+  /// @throws LeaseLostError if a fence token is older than the resource's fence (not retryable:
+  ///         stop, re-acquire, re-read).
+  /// @throws FenceRequiredError if a written resource requires a fence and the session has none
+  ///         for it (not retryable).
+  /// @throws InvalidArgumentError for a fence token that was never issued.
+  /// @throws ResourceNotFoundError, IdempotencyKeyReusedError (the key was used for a different
+  ///         commit; not retryable).
+  /// @throws BackendUnavailableError (retryable) if storage could not be reached: nothing applied.
+  /// @throws CommitUnknownError if the connection was lost after sending: it may or may not have
+  ///         been applied. Retryable only with an idempotency key; then outcome_unknown() is true.
+  /// Every error but CommitUnknownError (another backend's error included, e.g. a PostgreSQL
+  /// serialization failure: code() conflict, retryable) means nothing was applied. Once sent, a
+  /// commit is not
+  /// interrupted by cancellation: it completes and commit() answers its outcome; a cancellation
+  /// that comes before the request is sent throws std::system_error(asio::error::operation_aborted)
+  /// and applies nothing.
   asio::awaitable<CommitResult> commit() {
     require_active("commit");
     CommitRequest req = take_request();
@@ -124,11 +206,16 @@ class Session {
     }
   }
 
-  // Sends the identical commit again (same idempotency key and fingerprint) after commit() threw
-  // CommitUnknownError: if the first one was applied, storage answers with its stored result
-  // (`replayed`); if not, this one is checked and applied as the first would have been. Another
-  // CommitUnknownError or BackendUnavailableError leaves the outcome unknown, so it may be called
-  // again; any other answer finishes the session.
+  /// Sends the identical commit again (same idempotency key and fingerprint) after commit() threw
+  /// CommitUnknownError: if the first one was applied, storage answers with its stored result
+  /// (`replayed`); if not, this one is checked and applied as the first would have been. Another
+  /// CommitUnknownError or BackendUnavailableError leaves the outcome unknown, so it may be called
+  /// again; any other answer finishes the session. Storage remembers an applied commit only for
+  /// its idempotency retention (default 24 h); a resend after that is checked as a new commit.
+  /// @throws UsageError unless outcome_unknown() is true.
+  /// @throws CommitUnknownError, BackendUnavailableError: still unknown, may be resent.
+  /// @throws ConflictError, LeaseLostError, ... (as commit()): refused, so the first send was not
+  ///         applied either.
   asio::awaitable<CommitResult> resend_commit() {
     if (state_ != State::unknown)
       throw UsageError(fmt::format(
@@ -159,7 +246,9 @@ class Session {
     }
   }
 
-  // Discards the buffered writes and releases locks.
+  /// Discards the buffered writes and releases locks (without waiting; never suspends). The
+  /// session is finished after.
+  /// @throws UsageError if the session is already finished.
   asio::awaitable<void> abort() {
     require_active("abort");
     state_ = State::aborted;
