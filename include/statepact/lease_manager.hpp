@@ -264,7 +264,8 @@ class LeaseManager {
   /// retrying with jittered exponential backoff (5 ms doubling to 500 ms); at the deadline the last
   /// LeaseNotAvailableError propagates. A zero wait makes one attempt, like lease(). The observer
   /// hears one event (acquired or not_available) whose duration includes the waiting.
-  /// @throws InvalidArgumentError if `wait` is negative, or as lease().
+  /// @throws InvalidArgumentError if `wait` is negative or longer than 7 days (the longest lease),
+  ///         or as lease().
   /// @throws LeaseNotAvailableError if the lease is still held by another owner at the deadline.
   /// Other errors from storage propagate at once, without waiting. Cancelled while it waits
   /// between attempts, it throws std::system_error(asio::error::operation_aborted) holding nothing.
@@ -272,7 +273,7 @@ class LeaseManager {
                                  std::optional<milliseconds> ttl = std::nullopt,
                                  milliseconds wait = milliseconds::zero()) {
     const milliseconds t = ttl.value_or(default_ttl_);
-    if (wait < milliseconds::zero()) throw InvalidArgumentError("wait must not be negative");
+    detail::validate_wait(wait);
     co_await detail::register_for_lease(*backend_, resource, owner, t, std::nullopt);
     co_return co_await acquire_registered(std::move(resource), std::move(owner), t, wait);
   }
@@ -393,8 +394,8 @@ class LeaseManager {
   /// Whatever the body throws is rethrown after the release. Cancelling the caller while the body
   /// runs cancels the body; the lease is released and what the body threw (normally
   /// std::system_error(asio::error::operation_aborted)) is rethrown. A cancellation that lands
-  /// while hold() is still acquiring throws operation_aborted before the body starts; with
-  /// auto_renew the lease, if acquired by then, is not released but left to expire.
+  /// while hold() is still acquiring throws operation_aborted before the body starts; a lease
+  /// acquired by then is released first.
   template <class Body>
   auto hold(std::string resource, std::string owner, Body body, HoldOptions options = HoldOptions())
       -> asio::awaitable<typename body_result<Body>::type> {
@@ -407,9 +408,7 @@ class LeaseManager {
           fmt::format("renew_every must be positive and shorter than the ttl ({} ms), got {} ms",
                       ttl.count(), every.count()));
 
-    if (options.wait() < milliseconds::zero() || options.wait() > detail::max_ttl)
-      throw InvalidArgumentError(fmt::format("wait must be between 0 and {} ms, got {} ms",
-                                             detail::max_ttl.count(), options.wait().count()));
+    detail::validate_wait(options.wait());
     co_await detail::register_for_lease(*backend_, resource, owner, ttl, options.policy());
     const Lease initial = co_await acquire_registered(resource, owner, ttl, options.wait());
     auto state = std::make_shared<detail::HoldState>(initial);
@@ -426,16 +425,21 @@ class LeaseManager {
     } else {
       auto ex = co_await asio::this_coro::executor;
       // The first to finish cancels the other: the body's end stops renewal, and a lost renewal
-      // (when cancel_on_loss) cancels the body.
-      auto outcome =
-          co_await asio::experimental::make_parallel_group(
-              asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
-              asio::co_spawn(
-                  ex, renew_loop(backend_, state, every, options.cancel_on_loss(), observer_),
-                  asio::experimental::deferred))
-              .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-      body_error = std::get<1>(outcome);
-      if (!body_error) result = std::move(std::get<2>(outcome));
+      // (when cancel_on_loss) cancels the body. A cancellation already pending throws here before
+      // either starts; the lease must still be released below.
+      try {
+        auto outcome =
+            co_await asio::experimental::make_parallel_group(
+                asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
+                asio::co_spawn(
+                    ex, renew_loop(backend_, state, every, options.cancel_on_loss(), observer_),
+                    asio::experimental::deferred))
+                .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+        body_error = std::get<1>(outcome);
+        if (!body_error) result = std::move(std::get<2>(outcome));
+      } catch (...) {
+        body_error = std::current_exception();
+      }
     }
 
     // Release even when cancelled: cleanup must not be refused by a pending cancellation.

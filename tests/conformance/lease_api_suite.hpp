@@ -91,8 +91,9 @@ TEMPLATE_LIST_TEST_CASE("try_acquire is empty while another owner holds the leas
   });
 }
 
-TEMPLATE_LIST_TEST_CASE("try_acquire throws every error but a lease held by another owner",
-                        "[conformance][lease-api]", ConformanceFixtures) {
+TEMPLATE_LIST_TEST_CASE(
+    "try_acquire and acquire throw every error but a lease held by another owner",
+    "[conformance][lease-api]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
     TestType fx(ex);
     sp::LeaseManager<typename TestType::backend_type> leases(fx.backend(), 30s);
@@ -103,6 +104,13 @@ TEMPLATE_LIST_TEST_CASE("try_acquire throws every error but a lease held by anot
     auto no_ttl = co_await sp::test::thrown<sp::InvalidArgumentError>(
         [&] { return leases.try_acquire(r, "worker-a", 0ms); });
     CHECK(no_ttl);
+    // A wait past the longest lease would overflow the deadline; a negative one means nothing.
+    auto endless = co_await sp::test::thrown<sp::InvalidArgumentError>(
+        [&] { return leases.acquire(r, "worker-a", 30s, sp::milliseconds::max()); });
+    CHECK(endless);
+    auto negative = co_await sp::test::thrown<sp::InvalidArgumentError>(
+        [&] { return leases.acquire(r, "worker-a", 30s, -1ms); });
+    CHECK(negative);
     // Bad input changed nothing: the resource was not registered.
     auto missing = co_await sp::test::thrown<sp::ResourceNotFoundError>(
         [&] { return fx.backend().resource_policy(r); });

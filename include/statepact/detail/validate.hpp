@@ -155,6 +155,14 @@ inline std::size_t validate_value(const Value& v) {
   return bytes;
 }
 
+// How long an acquire may wait for another owner's lease to go: no longer than a lease may live
+// (past that, the deadline's arithmetic overflows).
+inline void validate_wait(milliseconds wait) {
+  if (wait < milliseconds::zero() || wait > max_ttl)
+    throw InvalidArgumentError(
+        fmt::format("wait must be between 0 and {} ms, got {} ms", max_ttl.count(), wait.count()));
+}
+
 inline void validate_ttl(milliseconds ttl) {
   if (ttl <= milliseconds::zero())
     throw InvalidArgumentError(fmt::format("lease ttl must be positive, got {} ms", ttl.count()));
