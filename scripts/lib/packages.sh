@@ -19,8 +19,8 @@ STATEPACT_BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config libasio-dev li
 STATEPACT_BACKEND_PACKAGES=(libpqxx-dev libhiredis-dev postgresql redis-server libcli11-dev)
 # Optional integrations the test command builds and tests: statepact::prometheus and its example.
 STATEPACT_OPTIONAL_PACKAGES=(prometheus-cpp-dev)
-# What only the test command needs: the reference-docs check runs Doxygen.
-STATEPACT_TEST_PACKAGES=(doxygen)
+# What only the test command needs: the source checks run Doxygen and luacheck.
+STATEPACT_TEST_PACKAGES=(doxygen lua-check)
 
 # Configures and builds a build tree. Usage: build_tree DIR [cmake args...]
 build_tree() {

@@ -139,13 +139,17 @@ TEST_CASE("redis commit codec: the call's KEYS and ARGV", "[codec][redis]") {
 TEST_CASE("redis commit codec: the script names ARGV's header slots as the codec does",
           "[codec][redis]") {
   const std::string script = d::scripts::commit;
-  std::smatch m;
-  REQUIRE(std::regex_search(script, m, std::regex(R"(\nlocal (HAS_KEY[A-Z_, ]*) = ([0-9, ]+)\n)")));
+  // Every line that names slots: "local HAS_KEY, FINGERPRINT = 1, 2".
+  const std::regex slots(
+      R"(\nlocal ([A-Z][A-Z_]*(?:, [A-Z][A-Z_]*)*) = ([0-9]+(?:, [0-9]+)*)(?=\n))");
   std::vector<std::string> names, numbers;
-  std::string item;
-  std::stringstream n(m[1].str()), v(m[2].str());
-  while (std::getline(n, item, ',')) names.push_back(item.substr(item.find_first_not_of(' ')));
-  while (std::getline(v, item, ',')) numbers.push_back(item.substr(item.find_first_not_of(' ')));
+  for (auto it = std::sregex_iterator(script.begin(), script.end(), slots);
+       it != std::sregex_iterator(); ++it) {
+    std::string item;
+    std::stringstream n((*it)[1].str()), v((*it)[2].str());
+    while (std::getline(n, item, ',')) names.push_back(item.substr(item.find_first_not_of(' ')));
+    while (std::getline(v, item, ',')) numbers.push_back(item.substr(item.find_first_not_of(' ')));
+  }
   const std::map<std::string, d::CommitArg> codec = {
       {"HAS_KEY", d::CommitArg::has_key},
       {"FINGERPRINT", d::CommitArg::fingerprint},

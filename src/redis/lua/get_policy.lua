@@ -1,0 +1,5 @@
+-- KEYS: version, policy. -> {'ok', fence_required or nil} | {'resource_not_found'}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'resource_not_found'}
+end
+return {'ok', redis.call('HGET', KEYS[2], 'fence_required')}

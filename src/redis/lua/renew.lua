@@ -1,0 +1,21 @@
+--! uses: now high_water
+-- KEYS: lease, fence. ARGV: owner, token, ttl ms.
+-- -> {'ok', token, exp} | {'lost', reason, high_water}
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
+local hw = high_water(KEYS[2], KEYS[1])
+local reason = nil
+if not cur[1] or cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
+  if tonumber(ARGV[2]) < hw then
+    reason = 'superseded by a newer token'
+  else
+    reason = 'lease was released'
+  end
+elseif tonumber(cur[3]) <= now then
+  reason = 'lease expired before renewal'
+end
+if reason then
+  return {'lost', reason, string.format('%.0f', hw)}
+end
+local exp = string.format('%.0f', now + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'exp', exp, 'ttl', ARGV[3])
+return {'ok', cur[2], exp}
