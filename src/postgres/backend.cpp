@@ -12,6 +12,7 @@
 
 #include <statepact/backends/postgres.hpp>
 #include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/lock_errors.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 
@@ -39,10 +40,6 @@ std::optional<Value> json_field(const pqxx::field& f) {
 
 std::string names_json(const std::vector<std::string>& names) {
   return Value(names).dump();
-}
-
-const char* mode_name(LockMode m) {
-  return m == LockMode::shared ? "shared" : "exclusive";
 }
 
 // The connection string with libpq's connect_timeout (whole seconds; libpq treats less than 2
@@ -251,16 +248,15 @@ asio::awaitable<Lease> PostgresBackend::renew_lease(Lease lease, std::optional<m
     const auto row = r.at(0);
     const std::string status = row[0].as<std::string>();
     const Token high_water = row[1].as<Token>();
-    const char* reason = nullptr;
-    if (status == "none")
-      reason = "no lease exists";
-    else if (status == "superseded")
-      reason = "superseded by a newer token";
-    else if (status == "released")
-      reason = "lease was released";
-    else if (status == "expired")
-      reason = "lease expired before renewal";
-    if (reason) throw LeaseLostError(lease.resource, lease.owner, lease.token, high_water, reason);
+    if (status != "ok") {
+      const auto loss = detail::lease_loss_named(status);
+      if (!loss)
+        throw Error(ErrorCode::backend_unavailable,
+                    fmt::format("statepact_renew answered '{}', which this client does not know "
+                                "(a newer schema?)",
+                                status));
+      throw detail::lease_lost(lease, high_water, *loss);
+    }
     return Lease{lease.resource, lease.owner, lease.token, from_us(row[2].as<long long>()),
                  milliseconds(row[3].as<long long>())};
   };
@@ -615,17 +611,12 @@ asio::awaitable<Entry> PostgresBackend::lock(SessionId session, std::string reso
     if (status == "ok" || status == "missing")
       return Entry{json_field(row[1]), row[2].as<Version>()};
     if (status == "not_found") throw ResourceNotFoundError(resource);
-    if (status == "deadlock")
-      throw DeadlockError(fmt::format(
-          "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
-          mode_name(mode), resource, key));
+    if (status == "deadlock") throw detail::lock_deadlock(mode, resource, key);
     if (status == "cancelled" && cancel->cancelled(seq))
       throw std::system_error(make_error_code(asio::error::operation_aborted),
                               "lock wait cancelled");
     // "timeout", or "cancelled" by statement_timeout.
-    throw LockTimeoutError(
-        fmt::format("timed out after {} ms waiting for a {} lock on resource '{}' key '{}'",
-                    timeout.count(), mode_name(mode), resource, key));
+    throw detail::lock_timed_out(timeout, mode, resource, key);
   };
   // The wait itself may take its whole timeout; the deadline only catches a server gone silent.
   pg::Deadline deadline = impl_->deadline();

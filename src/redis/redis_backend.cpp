@@ -13,6 +13,7 @@
 
 #include <statepact/backends/redis.hpp>
 #include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/lock_errors.hpp>
 #include <statepact/detail/validate.hpp>
 
 #include "commit_codec.hpp"
@@ -113,10 +114,6 @@ asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
 // Keys per script call when reading many: small enough not to block the server for long.
 constexpr std::size_t inspect_batch = 256;
 
-const char* mode_name(LockMode m) {
-  return m == LockMode::shared ? "shared" : "exclusive";
-}
-
 }  // namespace
 
 RedisBackend::RedisBackend(asio::any_io_executor ex, std::string url, RedisOptions options)
@@ -214,9 +211,11 @@ asio::awaitable<Lease> RedisBackend::renew_lease(Lease lease, std::optional<mill
   std::vector<std::string> args = {lease.owner, std::to_string(lease.token),
                                    std::to_string(t.count())};
   RedisReply r = co_await impl->eval(Script::renew, std::move(keys), std::move(args));
-  if (str_at(r, 0, "renew") == "lost")
-    throw LeaseLostError(lease.resource, lease.owner, lease.token, num_at(r, 2, "renew"),
-                         str_at(r, 1, "renew"));
+  if (str_at(r, 0, "renew") == "lost") {
+    const auto loss = detail::lease_loss_named(str_at(r, 1, "renew"));
+    if (!loss) malformed("renew");
+    throw detail::lease_lost(lease, num_at(r, 2, "renew"), *loss);
+  }
   co_return lease_from(lease.resource, lease.owner, r, t, "renew");
 }
 
@@ -468,15 +467,10 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
       if (w.type != RedisReply::Type::string) malformed("wait");
       if (w.str == "deadlock") {
         waited = false;  // the script removed the record
-        throw DeadlockError(fmt::format(
-            "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
-            mode_name(mode), resource, key));
+        throw detail::lock_deadlock(mode, resource, key);
       }
       const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline)
-        throw LockTimeoutError(
-            fmt::format("timed out after {} ms waiting for a {} lock on resource '{}' key '{}'",
-                        timeout.count(), mode_name(mode), resource, key));
+      if (now >= deadline) throw detail::lock_timed_out(timeout, mode, resource, key);
       // Jittered so two pollers do not keep meeting at the same instant.
       std::uniform_int_distribution<long> jitter(backoff.count() / 2, backoff.count());
       auto delay =

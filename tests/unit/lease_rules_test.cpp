@@ -44,6 +44,43 @@ TEST_CASE("renew: live, same owner and token only", "[unit][lease-rules]") {
   CHECK(s.current->expires_at == t0 + 39s);  // failures change nothing
 }
 
+TEST_CASE("renew: each loss has one name and one message", "[unit][lease-rules]") {
+  using sp::detail::LeaseLoss;
+  for (LeaseLoss l : sp::detail::lease_losses)
+    CHECK(sp::detail::lease_loss_named(sp::detail::name_of(l)) == l);
+  CHECK_FALSE(sp::detail::lease_loss_named("lease was released"));  // words, not English
+  const sp::Lease lease{"r", "a", 3, t0, 10s};
+  auto message = [&](LeaseLoss l) {
+    return std::string(sp::detail::lease_lost(lease, 5, l).what());
+  };
+  CHECK(message(LeaseLoss::none).find("no lease exists") != std::string::npos);
+  CHECK(message(LeaseLoss::superseded).find("superseded by a newer token") != std::string::npos);
+  CHECK(message(LeaseLoss::released).find("lease was released") != std::string::npos);
+  CHECK(message(LeaseLoss::expired).find("expired before renewal") != std::string::npos);
+  const auto lost = sp::detail::lease_lost(lease, 5, LeaseLoss::superseded);
+  CHECK(lost.token() == 3);
+  CHECK(lost.current_fence() == 5);
+  CHECK(lost.owner() == "a");
+
+  // decide_renew names the loss it found.
+  LeaseState s;
+  auto a = sp::detail::decide_acquire(s, "r", "a", 10s, t0);
+  try {
+    sp::detail::decide_renew(s, a, 10s, t0 + 10s);
+    FAIL("renewed an expired lease");
+  } catch (const sp::LeaseLostError& e) {
+    CHECK(std::string(e.what()).find("expired before renewal") != std::string::npos);
+  }
+  auto b = sp::detail::decide_acquire(s, "r", "b", 10s, t0 + 11s);
+  try {
+    sp::detail::decide_renew(s, a, 10s, t0 + 12s);
+    FAIL("renewed a superseded lease");
+  } catch (const sp::LeaseLostError& e) {
+    CHECK(std::string(e.what()).find("superseded") != std::string::npos);
+    CHECK(e.current_fence() == b.token);
+  }
+}
+
 TEST_CASE("release: only the current owner's own lease", "[unit][lease-rules]") {
   LeaseState s;
   auto a = sp::detail::decide_acquire(s, "r", "a", 10s, t0);

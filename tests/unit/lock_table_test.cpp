@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <statepact/detail/lock_errors.hpp>
 #include <statepact/detail/lock_table.hpp>
 
 namespace sp = statepact;
@@ -109,4 +110,19 @@ TEST_CASE("try_acquire grants only what needs no wait, and otherwise changes not
   t.release_all(4);
   t.release_all(6);
   CHECK(t.empty());
+}
+
+TEST_CASE("lock errors: one wording for every backend, both retryable", "[unit][lock-table]") {
+  const auto deadlock =
+      statepact::detail::lock_deadlock(statepact::LockMode::exclusive, "accounts", "alice");
+  CHECK(std::string(deadlock.what()) ==
+        "deadlock: waiting for an exclusive lock on resource 'accounts' key 'alice' would close "
+        "a wait cycle");
+  CHECK(deadlock.retryable());
+  const auto timeout = statepact::detail::lock_timed_out(std::chrono::milliseconds(250),
+                                                         statepact::LockMode::shared, "a", "k");
+  CHECK(std::string(timeout.what()) ==
+        "timed out after 250 ms waiting for a shared lock on resource 'a' key 'k'");
+  CHECK(timeout.retryable());
+  CHECK(timeout.code() == statepact::ErrorCode::lock_timeout);
 }

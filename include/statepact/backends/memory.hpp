@@ -26,6 +26,7 @@
 #include <statepact/commit_request.hpp>
 #include <statepact/detail/commit_verdict.hpp>
 #include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/lock_errors.hpp>
 #include <statepact/detail/lock_table.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
@@ -112,8 +113,7 @@ class MemoryBackend {
     detail::validate_ttl(t);
     std::lock_guard guard(mu_);
     auto it = leases_.find(lease.resource);
-    if (it == leases_.end())
-      throw LeaseLostError(lease.resource, lease.owner, lease.token, 0, "no lease exists");
+    if (it == leases_.end()) throw detail::lease_lost(lease, 0, detail::LeaseLoss::none);
     co_return detail::decide_renew(it->second, lease, t, now());
   }
 
@@ -275,9 +275,7 @@ class MemoryBackend {
         case detail::LockTable::Outcome::granted:
           co_return entry_of(data, key);
         case detail::LockTable::Outcome::deadlock:
-          throw DeadlockError(fmt::format(
-              "deadlock: waiting for a {} lock on resource '{}' key '{}' would close a wait cycle",
-              mode == LockMode::shared ? "shared" : "exclusive", resource, key));
+          throw detail::lock_deadlock(mode, resource, key);
         case detail::LockTable::Outcome::must_wait:
           break;
       }
@@ -307,10 +305,7 @@ class MemoryBackend {
       granted = locks_.cancel_wait(session, lock_key);
     }
     wake(granted);
-    if (ec == asio::error::timed_out)
-      throw LockTimeoutError(fmt::format(
-          "timed out after {} ms waiting for a {} lock on resource '{}' key '{}'", timeout.count(),
-          mode == LockMode::shared ? "shared" : "exclusive", resource, key));
+    if (ec == asio::error::timed_out) throw detail::lock_timed_out(timeout, mode, resource, key);
     throw std::system_error(ec ? ec : make_error_code(asio::error::operation_aborted),
                             "lock wait cancelled");
   }

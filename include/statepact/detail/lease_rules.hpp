@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
@@ -48,15 +49,64 @@ inline Lease decide_acquire(LeaseState& state, const std::string& resource,
   return to_lease(resource, *state.current);
 }
 
+// Why a renewal found its lease gone. The names are the words the Redis renew script and the
+// PostgreSQL renew function answer with; lease_lost() is the one place that turns one into the
+// error and its message.
+enum class LeaseLoss {
+  none,        // the resource never had a lease
+  superseded,  // a newer token was issued
+  released,    // released (or revoked) and not taken over
+  expired,     // still the stored lease, but past its expiry
+};
+
+inline constexpr LeaseLoss lease_losses[] = {LeaseLoss::none, LeaseLoss::superseded,
+                                             LeaseLoss::released, LeaseLoss::expired};
+
+inline std::string_view name_of(LeaseLoss l) {
+  switch (l) {
+    case LeaseLoss::none:
+      return "none";
+    case LeaseLoss::superseded:
+      return "superseded";
+    case LeaseLoss::released:
+      return "released";
+    case LeaseLoss::expired:
+      return "expired";
+  }
+  return "?";
+}
+
+// The loss a script or function named; empty for a word this client does not know.
+inline std::optional<LeaseLoss> lease_loss_named(std::string_view name) {
+  for (LeaseLoss l : lease_losses)
+    if (name_of(l) == name) return l;
+  return std::nullopt;
+}
+
+inline LeaseLostError lease_lost(const Lease& lease, Token high_water, LeaseLoss why) {
+  const char* reason = "lease expired before renewal";
+  switch (why) {
+    case LeaseLoss::none:
+      reason = "no lease exists";
+      break;
+    case LeaseLoss::superseded:
+      reason = "superseded by a newer token";
+      break;
+    case LeaseLoss::released:
+      reason = "lease was released";
+      break;
+    case LeaseLoss::expired:
+      break;
+  }
+  return LeaseLostError(lease.resource, lease.owner, lease.token, high_water, reason);
+}
+
 // renew: only the stored lease itself (same owner and token), and only while it is live.
 inline Lease decide_renew(LeaseState& state, const Lease& lease, milliseconds ttl, time_point now) {
-  const char* reason = nullptr;
   if (!state.current || state.current->token != lease.token || state.current->owner != lease.owner)
-    reason = lease.token < state.high_water ? "superseded by a newer token" : "lease was released";
-  else if (!state.live_at(now))
-    reason = "lease expired before renewal";
-  if (reason)
-    throw LeaseLostError(lease.resource, lease.owner, lease.token, state.high_water, reason);
+    throw lease_lost(lease, state.high_water,
+                     lease.token < state.high_water ? LeaseLoss::superseded : LeaseLoss::released);
+  if (!state.live_at(now)) throw lease_lost(lease, state.high_water, LeaseLoss::expired);
   state.current->expires_at = now + ttl;
   state.current->ttl = ttl;
   return to_lease(lease.resource, *state.current);

@@ -1,17 +1,17 @@
 --! uses: now high_water
 -- KEYS: lease, fence. ARGV: owner, token, ttl ms.
--- -> {'ok', token, exp} | {'lost', reason, high_water}
+-- -> {'ok', token, exp} | {'lost', 'superseded'|'released'|'expired', high_water} (LeaseLoss)
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'exp')
 local hw = high_water(KEYS[2], KEYS[1])
 local reason = nil
 if not cur[1] or cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   if tonumber(ARGV[2]) < hw then
-    reason = 'superseded by a newer token'
+    reason = 'superseded'
   else
-    reason = 'lease was released'
+    reason = 'released'
   end
 elseif tonumber(cur[3]) <= now then
-  reason = 'lease expired before renewal'
+  reason = 'expired'
 end
 if reason then
   return {'lost', reason, string.format('%.0f', hw)}
