@@ -73,7 +73,10 @@ std::pair<sp::ErrorCode, std::string> error_of(F f) {
 }  // namespace
 
 TEST_CASE("commit verdicts: every name reads back, an unknown one is refused", "[verdict]") {
-  for (d::CommitVerdict v : d::commit_verdicts) CHECK(d::commit_verdict_named(d::name_of(v)) == v);
+  for (const auto& v : d::commit_verdicts) {
+    CHECK(d::commit_verdict_named(v.name) == v.value);
+    CHECK(d::name_of(v.value) == v.name);
+  }
   CHECK_FALSE(d::commit_verdict_named("stale"));
   CHECK_FALSE(d::commit_verdict_named(""));
 }

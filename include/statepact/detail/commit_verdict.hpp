@@ -11,6 +11,7 @@
 
 #include <statepact/commit_request.hpp>
 #include <statepact/detail/lease_rules.hpp>
+#include <statepact/detail/names.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
 
@@ -24,31 +25,21 @@ enum class CommitVerdict {
   conflict,                // `key` of `resource` is at version `found`, not `expected`
 };
 
-inline constexpr CommitVerdict commit_verdicts[] = {
-    CommitVerdict::idempotency_key_reused, CommitVerdict::resource_not_found, CommitVerdict::fence,
-    CommitVerdict::fence_required, CommitVerdict::conflict};
+inline constexpr Named<CommitVerdict> commit_verdicts[] = {
+    {CommitVerdict::idempotency_key_reused, "idempotency_key_reused"},
+    {CommitVerdict::resource_not_found, "resource_not_found"},
+    {CommitVerdict::fence, "fence"},
+    {CommitVerdict::fence_required, "fence_required"},
+    {CommitVerdict::conflict, "conflict"},
+};
 
 inline std::string_view name_of(CommitVerdict v) {
-  switch (v) {
-    case CommitVerdict::idempotency_key_reused:
-      return "idempotency_key_reused";
-    case CommitVerdict::resource_not_found:
-      return "resource_not_found";
-    case CommitVerdict::fence:
-      return "fence";
-    case CommitVerdict::fence_required:
-      return "fence_required";
-    case CommitVerdict::conflict:
-      return "conflict";
-  }
-  return "?";
+  return name_in(commit_verdicts, v);
 }
 
 // The verdict a script or function named; empty for a name this client does not know.
 inline std::optional<CommitVerdict> commit_verdict_named(std::string_view name) {
-  for (CommitVerdict v : commit_verdicts)
-    if (name_of(v) == name) return v;
-  return std::nullopt;
+  return value_named(commit_verdicts, name);
 }
 
 struct CommitRefusal {

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include <statepact/detail/names.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
 
@@ -59,28 +60,20 @@ enum class LeaseLoss {
   expired,     // still the stored lease, but past its expiry
 };
 
-inline constexpr LeaseLoss lease_losses[] = {LeaseLoss::none, LeaseLoss::superseded,
-                                             LeaseLoss::released, LeaseLoss::expired};
+inline constexpr Named<LeaseLoss> lease_losses[] = {
+    {LeaseLoss::none, "none"},
+    {LeaseLoss::superseded, "superseded"},
+    {LeaseLoss::released, "released"},
+    {LeaseLoss::expired, "expired"},
+};
 
 inline std::string_view name_of(LeaseLoss l) {
-  switch (l) {
-    case LeaseLoss::none:
-      return "none";
-    case LeaseLoss::superseded:
-      return "superseded";
-    case LeaseLoss::released:
-      return "released";
-    case LeaseLoss::expired:
-      return "expired";
-  }
-  return "?";
+  return name_in(lease_losses, l);
 }
 
 // The loss a script or function named; empty for a word this client does not know.
 inline std::optional<LeaseLoss> lease_loss_named(std::string_view name) {
-  for (LeaseLoss l : lease_losses)
-    if (name_of(l) == name) return l;
-  return std::nullopt;
+  return value_named(lease_losses, name);
 }
 
 inline LeaseLostError lease_lost(const Lease& lease, Token high_water, LeaseLoss why) {
