@@ -4,5 +4,6 @@ pkg_check_modules(HIREDIS_BENCH REQUIRED IMPORTED_TARGET hiredis)
 add_executable(statepact_bench_redis redis_bench.cpp)
 target_link_libraries(statepact_bench_redis PRIVATE statepact::redis PkgConfig::HIREDIS_BENCH)
 # The benchmark runs the backend's own scripts through redis-benchmark.
-target_include_directories(statepact_bench_redis PRIVATE ${PROJECT_SOURCE_DIR}/src/redis)
+target_include_directories(statepact_bench_redis PRIVATE ${PROJECT_SOURCE_DIR}/src/redis
+  ${PROJECT_BINARY_DIR}/src/redis/generated)
 statepact_warnings(statepact_bench_redis)
