@@ -25,6 +25,7 @@
 
 #include <statepact/redis.hpp>
 
+#include "commit_codec.hpp"
 #include "median.hpp"
 #include "scripts.hpp"
 
@@ -179,7 +180,24 @@ int main(int argc, char** argv) {
   // redis-benchmark's renew needs a live lease and its commit a registered resource.
   run_command(srv, {"HSET", p + "lease:{rb-1}", "owner", "bench", "token", "1", "exp",
                     "99999999999999", "ttl", "60000"});
-  run_command(srv, {"SET", p + "version:{rb}", "0"});
+  // redis-benchmark's commit is the call the backend itself makes for one write (no idempotency
+  // key, fences, checks or locks), laid out by the backend's own codec.
+  const sp::detail::KeyLayout layout("statepact");
+  sp::CommitRequest one_write;
+  one_write.resources = {"rb"};
+  one_write.writes = {{"rb", "k", sp::Value("v")}};
+  one_write.fingerprint = "fp";
+  const auto commit_call =
+      sp::detail::encode_commit(one_write, layout, std::chrono::seconds(1), {}, "");
+  run_command(srv, {"SET", layout.version("rb"), "0"});
+  auto shell_quoted = [](const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  std::string commit_command = fmt::format("EVALSHA {} {}", commit_sha, commit_call.keys.size());
+  for (const auto& k : commit_call.keys) commit_command += " " + shell_quoted(k);
+  for (const auto& a : commit_call.args) commit_command += " " + shell_quoted(a);
   const char* ops[] = {"acquire", "renew", "release", "commit"};
   std::printf(
       "| op | in flight | statepact ops/s | p50 ms | p99 ms | redis-benchmark ops/s | "
@@ -198,11 +216,8 @@ int main(int argc, char** argv) {
                           p, p);
       else if (op == "release")
         cmd = fmt::format("EVALSHA {} 1 {}lease:{{rb-__rand_int__}} bench 1", release_sha, p);
-      else  // one resource, one write, no idempotency key, no fences, checks or locks
-        cmd = fmt::format(
-            "EVALSHA {} 4 {}idem:none {}wait:{{rb}} {}version:{{rb}} {}state:{{rb}} "
-            "0 fp 1000 1 0 0 1 0 rb rb 1 k v 1",
-            commit_sha, p, p, p, p);
+      else
+        cmd = commit_command;
       theirs[op].push_back(redis_benchmark(srv, inflight, total, cmd));
     };
     for (int round = 0; round < rounds; ++round) {

@@ -2,7 +2,6 @@
 #include <catch2/catch.hpp>
 
 #include <map>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -141,17 +140,21 @@ TEST_CASE("redis commit codec: the call's KEYS and ARGV", "[codec][redis]") {
 
 TEST_CASE("redis commit codec: the script names ARGV's header slots as the codec does",
           "[codec][redis]") {
-  const std::string script = d::scripts::commit;
-  // Every line that names slots: "local HAS_KEY, FINGERPRINT = 1, 2".
-  const std::regex slots(
-      R"(\nlocal ([A-Z][A-Z_]*(?:, [A-Z][A-Z_]*)*) = ([0-9]+(?:, [0-9]+)*)(?=\n))");
+  // Every line that names slots: "local HAS_KEY, FINGERPRINT = 1, 2" (upper-case names only).
   std::vector<std::string> names, numbers;
-  for (auto it = std::sregex_iterator(script.begin(), script.end(), slots);
-       it != std::sregex_iterator(); ++it) {
+  auto split = [](const std::string& list, std::vector<std::string>& out) {
     std::string item;
-    std::stringstream n((*it)[1].str()), v((*it)[2].str());
-    while (std::getline(n, item, ',')) names.push_back(item.substr(item.find_first_not_of(' ')));
-    while (std::getline(v, item, ',')) numbers.push_back(item.substr(item.find_first_not_of(' ')));
+    std::stringstream in(list);
+    while (std::getline(in, item, ',')) out.push_back(item.substr(item.find_first_not_of(' ')));
+  };
+  std::stringstream lines{std::string(d::scripts::commit)};
+  for (std::string line; std::getline(lines, line);) {
+    const auto eq = line.find(" = ");
+    if (line.rfind("local ", 0) != 0 || eq == std::string::npos) continue;
+    const std::string lhs = line.substr(6, eq - 6), rhs = line.substr(eq + 3);
+    if (lhs.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_, ") != std::string::npos) continue;
+    split(lhs, names);
+    split(rhs, numbers);
   }
   const std::map<std::string, d::CommitArg> codec = {
       {"HAS_KEY", d::CommitArg::has_key},
