@@ -44,7 +44,8 @@ STATEPACT_CHAOS_BUILD_DIR="$STATEPACT_ROOT/build/test-normal" \
   bash "$STATEPACT_ROOT/scripts/chaos.sh" all 45 || status=1
 run_config asan -DCMAKE_BUILD_TYPE=Debug -DSTATEPACT_BUILD_BENCH=OFF \
   "-DCMAKE_CXX_FLAGS=-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-  -DSTATEPACT_PACKAGING_TESTS=OFF -DSTATEPACT_HEADER_CHECKS=OFF -DSTATEPACT_SOURCE_CHECKS=OFF
+  -DSTATEPACT_PACKAGING_TESTS=OFF -DSTATEPACT_HEADER_CHECKS=OFF -DSTATEPACT_SOURCE_CHECKS=OFF \
+  -DSTATEPACT_BUILD_CHAOS=OFF
 
 if [ $status -eq 0 ]; then echo "==> all tests passed (normal and asan)"; else echo "==> TESTS FAILED"; fi
 exit $status

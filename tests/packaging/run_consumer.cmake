@@ -1,5 +1,6 @@
 # Builds and runs a consumer project.
 # -DMODE=find_package|find_package_backends|find_package_prometheus|add_subdirectory -DSOURCE=... -DWORK=...
+# -DBUILD=... (the build tree that runs the test; find_package_backends installs it)
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(poison "-DPOISON_DIR=${SOURCE}/tests/packaging/poison")
@@ -18,12 +19,10 @@ if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/consumer" -B "${WORK}/app" -G Ninja
       -DCMAKE_PREFIX_PATH=${WORK}/prefix ${poison})
 elseif(MODE STREQUAL "find_package_backends")
-  # Install with both backends, then link them from the prefix: libpqxx and hiredis are found
-  # through the paths the install recorded, never through their headers.
-  run(${CMAKE_COMMAND} -S "${SOURCE}" -B "${WORK}/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release
-      -DSTATEPACT_BUILD_TESTS=OFF -DSTATEPACT_BUILD_EXAMPLES=OFF -DSTATEPACT_BUILD_BENCH=OFF
-      -DSTATEPACT_WITH_POSTGRES=ON -DSTATEPACT_WITH_REDIS=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
-  run(${CMAKE_COMMAND} --build "${WORK}/lib" --target install)
+  # Install this build tree (both backends, already built: no second compile of the library), then
+  # link the backends from the prefix: libpqxx and hiredis are found through the paths the install
+  # recorded, never through their headers.
+  run(${CMAKE_COMMAND} --install "${BUILD}" --prefix "${WORK}/prefix")
   # The operator's tool is installed with the library.
   run("${WORK}/prefix/bin/statepactctl" --help)
   run(${CMAKE_COMMAND} -S "${SOURCE}/tests/packaging/backends_consumer" -B "${WORK}/app" -G Ninja
