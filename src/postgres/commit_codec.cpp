@@ -50,7 +50,7 @@ namespace {
 CommitAnswer decode(const Value& answer) {
   if (auto it = answer.find("error"); it != answer.end()) {
     const std::string error = it->get<std::string>();
-    const auto verdict = commit_verdict_named(error);
+    const auto verdict = named<CommitVerdict>(error);
     if (!verdict)
       throw Error(ErrorCode::backend_unavailable,
                   fmt::format("statepact_commit refused the commit for a reason this client does "

@@ -16,7 +16,8 @@ struct Migration {
 };
 
 // Append only: a released version is never edited, a change is a new version.
-constexpr Migration migrations[] = {{1, schema_v1_sql}, {2, schema_v2_sql}, {3, schema_v3_sql}};
+constexpr Migration migrations[] = {
+    {1, schema_v1_sql}, {2, schema_v2_sql}, {3, schema_v3_sql}, {4, schema_v4_sql}};
 
 // A schema name as an SQL identifier. Names are validated (UTF-8, no control characters), so
 // doubling the quotes is all the escaping needed.

@@ -107,7 +107,7 @@ CommitAnswer decode_commit(const RedisReply& r, const CommitRequest& req,
     }
     return result;
   }
-  const auto verdict = commit_verdict_named(tag);
+  const auto verdict = named<CommitVerdict>(tag);
   if (!verdict) malformed(what);
   switch (*verdict) {
     case CommitVerdict::idempotency_key_reused:

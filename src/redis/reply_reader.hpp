@@ -3,12 +3,16 @@
 // a parsing library's exception.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <statepact/detail/verdicts.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/types.hpp>
 
@@ -55,6 +59,25 @@ inline const std::string& str_at(const RedisReply& r, std::size_t i, const char*
 
 inline std::uint64_t num_at(const RedisReply& r, std::size_t i, const char* what) {
   return parse_u64(str_at(r, i, what), what);
+}
+
+// The verdict word at `i`, which must be one of `allowed` (the words this script answers with).
+inline Verdict verdict_at(const RedisReply& r, std::size_t i, const char* what,
+                          std::initializer_list<Verdict> allowed) {
+  const auto v = named<Verdict>(str_at(r, i, what));
+  if (!v || std::find(allowed.begin(), allowed.end(), *v) == allowed.end()) malformed(what);
+  return *v;
+}
+
+// An integer reply that must be one of 0 and 1.
+inline bool flag_reply(const RedisReply& r, const char* what) {
+  if (r.type != RedisReply::Type::integer || (r.integer != 0 && r.integer != 1)) malformed(what);
+  return r.integer == 1;
+}
+
+// The scripts give times as server milliseconds since the epoch.
+inline time_point from_ms(std::uint64_t ms) {
+  return time_point(std::chrono::duration_cast<Clock::duration>(milliseconds(ms)));
 }
 
 }  // namespace statepact::detail::reply_reader

@@ -9,6 +9,7 @@
 #include <statepact/detail/commit_verdict.hpp>
 
 #include "../postgres/commit_codec.hpp"
+#include "../support/redis_replies.hpp"
 #include "commit_codec.hpp"  // src/redis
 #include "key_layout.hpp"
 #include "scripts.hpp"
@@ -18,20 +19,6 @@ namespace d = statepact::detail;
 using namespace std::chrono_literals;
 
 namespace {
-
-d::RedisReply str(std::string s) {
-  d::RedisReply r;
-  r.type = d::RedisReply::Type::string;
-  r.str = std::move(s);
-  return r;
-}
-
-d::RedisReply arr(std::vector<std::string> items) {
-  d::RedisReply r;
-  r.type = d::RedisReply::Type::array;
-  for (auto& i : items) r.elements.push_back(str(std::move(i)));
-  return r;
-}
 
 // Resources b, a (the session's), c (read only); a fenced at 5, b written without a fence.
 sp::CommitRequest sample_request() {
@@ -70,15 +57,6 @@ std::pair<sp::ErrorCode, std::string> error_of(F f) {
 }
 
 }  // namespace
-
-TEST_CASE("commit verdicts: every name reads back, an unknown one is refused", "[verdict]") {
-  for (const auto& v : d::commit_verdicts) {
-    CHECK(d::commit_verdict_named(v.name) == v.value);
-    CHECK(d::name_of(v.value) == v.name);
-  }
-  CHECK_FALSE(d::commit_verdict_named("stale"));
-  CHECK_FALSE(d::commit_verdict_named(""));
-}
 
 TEST_CASE("commit verdicts: raise() throws the error each refusal stands for", "[verdict]") {
   const sp::CommitRequest req = sample_request();
@@ -181,16 +159,17 @@ TEST_CASE("redis commit codec: replies read back as results and refusals", "[cod
   const auto call = d::encode_commit(req, d::KeyLayout("sp"), 60s, {}, "");
 
   auto applied = std::get<sp::CommitResult>(
-      d::decode_commit(arr({"ok", "0", "", "a", "7", "b", "3"}), req, call));
+      d::decode_commit(sp::test::words({"ok", "0", "", "a", "7", "b", "3"}), req, call));
   CHECK_FALSE(applied.replayed);
   CHECK(applied.versions == std::map<std::string, sp::Version>{{"a", 7}, {"b", 3}});
-  auto replay =
-      std::get<sp::CommitResult>(d::decode_commit(arr({"ok", "1", R"({"a":7})"}), req, call));
+  auto replay = std::get<sp::CommitResult>(
+      d::decode_commit(sp::test::words({"ok", "1", R"({"a":7})"}), req, call));
   CHECK(replay.replayed);
   CHECK(replay.versions == std::map<std::string, sp::Version>{{"a", 7}});
 
   auto refusal = [&](std::vector<std::string> reply) {
-    return std::get<d::CommitRefusal>(d::decode_commit(arr(std::move(reply)), req, call));
+    return std::get<d::CommitRefusal>(
+        d::decode_commit(sp::test::words(std::move(reply)), req, call));
   };
   CHECK(refusal({"idempotency_key_reused"}).verdict == d::CommitVerdict::idempotency_key_reused);
   auto nf = refusal({"resource_not_found", "3"});
@@ -220,17 +199,17 @@ TEST_CASE("redis commit codec: a reply the script never gives is an error, not a
   status.type = d::RedisReply::Type::status;
   status.str = "OK";
   const std::vector<d::RedisReply> bad = {
-      status,                            // not an array
-      arr({}),                           // empty
-      arr({"stale", "1", "9"}),          // a name outside the vocabulary
-      arr({"resource_not_found", "0"}),  // indexes are 1-based
-      arr({"resource_not_found", "4"}),  // past the resources sent
-      arr({"fence", "2", "9"}),          // past the fences sent
-      arr({"conflict", "1", "x"}),       // not a number
-      arr({"conflict", "1"}),            // a field missing
-      arr({"ok", "1", "{not json"}),     // a stored result that is not JSON
-      arr({"ok", "1", R"({"a":-1})"}),   // a version that is not one
-      arr({"ok", "0", "", "a"}),         // a name without its version
+      status,                                        // not an array
+      sp::test::words({}),                           // empty
+      sp::test::words({"stale", "1", "9"}),          // a name outside the vocabulary
+      sp::test::words({"resource_not_found", "0"}),  // indexes are 1-based
+      sp::test::words({"resource_not_found", "4"}),  // past the resources sent
+      sp::test::words({"fence", "2", "9"}),          // past the fences sent
+      sp::test::words({"conflict", "1", "x"}),       // not a number
+      sp::test::words({"conflict", "1"}),            // a field missing
+      sp::test::words({"ok", "1", "{not json"}),     // a stored result that is not JSON
+      sp::test::words({"ok", "1", R"({"a":-1})"}),   // a version that is not one
+      sp::test::words({"ok", "0", "", "a"}),         // a name without its version
   };
   for (const auto& r : bad) {
     auto [code, text] = error_of([&] { (void)d::decode_commit(r, req, call); });
@@ -238,8 +217,8 @@ TEST_CASE("redis commit codec: a reply the script never gives is an error, not a
     CHECK(text == "redis: unexpected reply to commit");
   }
   req.idempotency_key.reset();  // a reused key, for a commit that sent none
-  auto [code, text] =
-      error_of([&] { (void)d::decode_commit(arr({"idempotency_key_reused"}), req, call); });
+  auto [code, text] = error_of(
+      [&] { (void)d::decode_commit(sp::test::words({"idempotency_key_reused"}), req, call); });
   CHECK(text == "redis: unexpected reply to commit");
 }
 

@@ -33,14 +33,10 @@ inline constexpr Named<CommitVerdict> commit_verdicts[] = {
     {CommitVerdict::conflict, "conflict"},
 };
 
-inline std::string_view name_of(CommitVerdict v) {
-  return name_in(commit_verdicts, v);
-}
-
-// The verdict a script or function named; empty for a name this client does not know.
-inline std::optional<CommitVerdict> commit_verdict_named(std::string_view name) {
-  return value_named(commit_verdicts, name);
-}
+template <>
+struct WireNames<CommitVerdict> {
+  static constexpr const auto& table = commit_verdicts;
+};
 
 struct CommitRefusal {
   CommitVerdict verdict = CommitVerdict::conflict;

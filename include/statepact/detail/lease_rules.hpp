@@ -67,14 +67,10 @@ inline constexpr Named<LeaseLoss> lease_losses[] = {
     {LeaseLoss::expired, "expired"},
 };
 
-inline std::string_view name_of(LeaseLoss l) {
-  return name_in(lease_losses, l);
-}
-
-// The loss a script or function named; empty for a word this client does not know.
-inline std::optional<LeaseLoss> lease_loss_named(std::string_view name) {
-  return value_named(lease_losses, name);
-}
+template <>
+struct WireNames<LeaseLoss> {
+  static constexpr const auto& table = lease_losses;
+};
 
 inline LeaseLostError lease_lost(const Lease& lease, Token high_water, LeaseLoss why) {
   const char* reason = "lease expired before renewal";

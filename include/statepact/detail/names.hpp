@@ -29,4 +29,20 @@ constexpr std::optional<E> value_named(const Named<E> (&table)[N], std::string_v
   return std::nullopt;
 }
 
+// Where an enumeration's table is: `template <> struct WireNames<E> { static constexpr const
+// auto& table = ...; };` beside the table gives it name_of() and named<E>().
+template <class E>
+struct WireNames;
+
+template <class E>
+constexpr std::string_view name_of(E value) {
+  return name_in(WireNames<E>::table, value);
+}
+
+// The value a script or function named; empty for a word this client does not know.
+template <class E>
+constexpr std::optional<E> named(std::string_view name) {
+  return value_named(WireNames<E>::table, name);
+}
+
 }  // namespace statepact::detail
