@@ -1,6 +1,10 @@
 // PostgresBackend: validation before any I/O (the same checks as every backend), then one job on
-// a connection thread per operation. The rules themselves live in the server-side functions of
-// schema_v1.sql and schema_v2.sql; this file maps their answers to statepact's types and errors.
+// a connection thread per operation, whose answer rows the codecs (lease_codec, state_codec,
+// commit_codec) read; the rules themselves live in the server-side functions of schema_v<n>.sql.
+//
+// Lifetimes, as in the Redis backend: the state is a shared Impl, and every operation's coroutine
+// holds it (`auto impl = impl_`) until it returns, so destroying the backend mid-call is safe. Jobs
+// on connection threads borrow a raw Impl*: ~Impl joins those threads before it frees anything.
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -11,31 +15,36 @@
 #include <asio/error.hpp>
 
 #include <statepact/backends/postgres.hpp>
-#include <statepact/detail/lease_rules.hpp>
-#include <statepact/detail/lock_errors.hpp>
 #include <statepact/detail/validate.hpp>
+#include <statepact/detail/verdicts.hpp>
 #include <statepact/errors.hpp>
 
 #include "call.hpp"
 #include "commit_codec.hpp"
 #include "failures.hpp"
+#include "lease_codec.hpp"
 #include "migrate.hpp"
+#include "state_codec.hpp"
 #include "statements.hpp"
 #include "worker.hpp"
 
 namespace statepact {
 
 namespace pg = detail::pg;
+using detail::LostReply;
 
 namespace {
 
-time_point from_us(long long us) {
-  return time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(us)));
-}
-
-std::optional<Value> json_field(const pqxx::field& f) {
-  if (f.is_null()) return std::nullopt;
-  return Value::parse(f.c_str());
+// The rows as text, for the codecs (which read answers without libpqxx).
+pg::Rows rows_of(const pqxx::result& r) {
+  pg::Rows rows;
+  rows.reserve(r.size());
+  for (const auto& row : r) {
+    pg::Row& out = rows.emplace_back();
+    out.reserve(row.size());
+    for (const auto& f : row) out.push_back(f.is_null() ? pg::Field() : pg::Field(f.c_str()));
+  }
+  return rows;
 }
 
 std::string names_json(const std::vector<std::string>& names) {
@@ -69,17 +78,6 @@ class DetachedJob final : public pg::Job {
  private:
   std::function<void(pg::Link&)> fn_;
 };
-
-// Rolls back the session's transaction, if any; a failure means the connection is gone anyway.
-void roll_back(pg::Link& link) noexcept {
-  if (!link.tx) return;
-  try {
-    link.tx->abort();
-    link.tx.reset();
-  } catch (...) {
-    link.drop();
-  }
-}
 
 }  // namespace
 
@@ -152,7 +150,7 @@ class PostgresBackend::Impl {
   void release(std::shared_ptr<SessionConn> sc) noexcept {
     try {
       sc->queue->push(std::make_unique<DetachedJob>([this, sc](pg::Link& link) {
-        roll_back(link);
+        pg::roll_back(link);
         give_back(sc);
       }));
     } catch (...) {
@@ -160,9 +158,19 @@ class PostgresBackend::Impl {
     }
   }
 
-  pg::Deadline deadline(pg::Outcome outcome = pg::Outcome::nothing_applied,
-                        bool has_idempotency_key = false) const {
-    return pg::Deadline{options.call_timeout(), outcome, has_idempotency_key};
+  pg::Deadline deadline(LostReply lost = LostReply::write()) const {
+    return pg::Deadline{options.call_timeout(), lost};
+  }
+
+  // One prepared statement on a pool connection, in autocommit; its answer as text rows.
+  template <class... Args>
+  asio::awaitable<pg::Rows> query(LostReply lost, const char* statement, Args... args) {
+    auto job = [lost, statement, args...](pg::Link& link) {
+      return rows_of(pg::autocommit(link, lost, [&](pqxx::nontransaction& n) {
+        return n.exec_prepared(statement, args...);
+      }));
+    };
+    co_return co_await pg::call<pg::Rows>(*pool_queue, deadline(lost), std::move(job));
   }
 
   std::shared_ptr<SessionConn> find_open(SessionId id) {
@@ -215,164 +223,77 @@ std::size_t PostgresBackend::open_sessions() const {
 
 asio::awaitable<Lease> PostgresBackend::acquire_lease(std::string resource, std::string owner,
                                                       milliseconds ttl) {
+  auto impl = impl_;
   detail::validate_name("resource name", resource);
   detail::validate_name("owner", owner);
   detail::validate_ttl(ttl);
-  auto job = [resource, owner, ttl](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& t) {
-          return t.exec_prepared(pg::stmt::acquire.name, resource, owner,
-                                 static_cast<long long>(ttl.count()));
-        });
-    const auto row = r.at(0);
-    Lease lease{resource, row[1].as<std::string>(), row[2].as<Token>(),
-                from_us(row[3].as<long long>()), milliseconds(row[4].as<long long>())};
-    if (row[0].as<std::string>() == "busy")
-      throw LeaseNotAvailableError(resource, owner, lease.owner, lease.token, lease.expires_at);
-    return lease;
-  };
-  co_return co_await pg::call<Lease>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows = co_await impl->query(LostReply::write(), pg::stmt::acquire.name, resource,
+                                         owner, static_cast<long long>(ttl.count()));
+  co_return detail::lease_or_raise(pg::decode_acquire(rows, resource), owner);
 }
 
 asio::awaitable<Lease> PostgresBackend::renew_lease(Lease lease, std::optional<milliseconds> ttl) {
+  auto impl = impl_;
   detail::validate_lease(lease);
   const milliseconds t = ttl.value_or(lease.ttl);
   detail::validate_ttl(t);
-  auto job = [lease, t](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::renew.name, lease.resource, lease.owner,
-                                 static_cast<long long>(lease.token),
-                                 static_cast<long long>(t.count()));
-        });
-    const auto row = r.at(0);
-    const std::string status = row[0].as<std::string>();
-    const Token high_water = row[1].as<Token>();
-    if (status != "ok") {
-      const auto loss = detail::lease_loss_named(status);
-      if (!loss)
-        throw Error(ErrorCode::backend_unavailable,
-                    fmt::format("statepact_renew answered '{}', which this client does not know "
-                                "(a newer schema?)",
-                                status));
-      throw detail::lease_lost(lease, high_water, *loss);
-    }
-    return Lease{lease.resource, lease.owner, lease.token, from_us(row[2].as<long long>()),
-                 milliseconds(row[3].as<long long>())};
-  };
-  co_return co_await pg::call<Lease>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows =
+      co_await impl->query(LostReply::write(), pg::stmt::renew.name, lease.resource, lease.owner,
+                           static_cast<long long>(lease.token), static_cast<long long>(t.count()));
+  co_return detail::renewed_or_raise(pg::decode_renew(rows, lease), lease);
 }
 
 asio::awaitable<bool> PostgresBackend::release_lease(Lease lease) {
+  auto impl = impl_;
   detail::validate_lease(lease);
-  auto job = [lease](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::release.name, lease.resource, lease.owner,
-                                 static_cast<long long>(lease.token));
-        });
-    return r.at(0)[0].as<bool>();
-  };
-  co_return co_await pg::call<bool>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows = co_await impl->query(LostReply::write(), pg::stmt::release.name, lease.resource,
+                                         lease.owner, static_cast<long long>(lease.token));
+  co_return pg::decode_release(rows);
 }
 
 asio::awaitable<Token> PostgresBackend::current_fence(std::string resource) {
+  auto impl = impl_;
   detail::validate_name("resource name", resource);
-  auto job = [resource](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::current_fence.name, resource);
-    });
-    return r.at(0)[0].as<Token>();
-  };
-  co_return co_await pg::call<Token>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows = co_await impl->query(LostReply::read(), pg::stmt::current_fence.name, resource);
+  co_return pg::decode_fence(rows);
 }
 
 // ---- inspection and revoke ---------------------------------------------------------------------
 
-namespace {
-
-std::vector<LeaseInfo> lease_rows(const pqxx::result& r, const std::optional<std::string>& glob) {
-  std::vector<LeaseInfo> out;
-  for (const auto& row : r) {
-    LeaseInfo info;
-    info.resource = row[0].as<std::string>();
-    if (!detail::glob_accepts(glob, info.resource)) continue;
-    info.owner = row[1].as<std::string>();
-    info.token = row[2].as<Token>();
-    const long long expires_us = row[3].as<long long>();
-    info.expires_at = from_us(expires_us);
-    info.ttl = milliseconds(row[4].as<long long>());
-    info.expires_in = std::chrono::duration_cast<milliseconds>(
-        std::chrono::microseconds(expires_us - row[5].as<long long>()));
-    out.push_back(std::move(info));
-  }
-  return out;
-}
-
-}  // namespace
-
 asio::awaitable<std::vector<LeaseInfo>> PostgresBackend::list_leases(
     std::optional<std::string> glob) {
+  auto impl = impl_;
   if (glob) detail::validate_glob(*glob);
-  auto job = [glob](pg::Link& link) {
-    const std::string prefix = glob ? detail::glob_literal_prefix(*glob) : std::string();
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::live_leases.name, prefix, std::optional<std::string>());
-    });
-    return lease_rows(r, glob);
-  };
-  co_return co_await pg::call<std::vector<LeaseInfo>>(*impl_->pool_queue, impl_->deadline(),
-                                                      std::move(job));
+  const std::string prefix = glob ? detail::glob_literal_prefix(*glob) : std::string();
+  const auto rows = co_await impl->query(LostReply::read(), pg::stmt::live_leases.name, prefix,
+                                         std::optional<std::string>());
+  co_return pg::decode_live_leases(rows, glob);
 }
 
 asio::awaitable<std::optional<LeaseInfo>> PostgresBackend::lease_holder(std::string resource) {
+  auto impl = impl_;
   detail::validate_name("resource name", resource);
-  auto job = [resource](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::live_leases.name, resource, resource);
-    });
-    auto rows = lease_rows(r, std::nullopt);
-    return rows.empty() ? std::optional<LeaseInfo>() : std::optional<LeaseInfo>(rows.front());
-  };
-  co_return co_await pg::call<std::optional<LeaseInfo>>(*impl_->pool_queue, impl_->deadline(),
-                                                        std::move(job));
+  const auto rows = co_await impl->query(LostReply::read(), pg::stmt::live_leases.name, resource,
+                                         std::optional<std::string>(resource));
+  auto leases = pg::decode_live_leases(rows, std::nullopt);
+  if (leases.size() > 1) pg::unexpected("statepact_live_leases");
+  co_return leases.empty() ? std::optional<LeaseInfo>() : std::optional<LeaseInfo>(leases.front());
 }
 
 asio::awaitable<std::vector<ResourceInfo>> PostgresBackend::list_resources(
     std::optional<std::string> glob) {
+  auto impl = impl_;
   if (glob) detail::validate_glob(*glob);
-  auto job = [glob](pg::Link& link) {
-    const std::string prefix = glob ? detail::glob_literal_prefix(*glob) : std::string();
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::list_resources.name, prefix);
-    });
-    std::vector<ResourceInfo> out;
-    for (const auto& row : r) {
-      ResourceInfo info{row[0].as<std::string>(), row[1].as<Version>(),
-                        ResourcePolicy{row[2].as<bool>()}};
-      if (detail::glob_accepts(glob, info.name)) out.push_back(std::move(info));
-    }
-    return out;
-  };
-  co_return co_await pg::call<std::vector<ResourceInfo>>(*impl_->pool_queue, impl_->deadline(),
-                                                         std::move(job));
+  const std::string prefix = glob ? detail::glob_literal_prefix(*glob) : std::string();
+  const auto rows = co_await impl->query(LostReply::read(), pg::stmt::list_resources.name, prefix);
+  co_return pg::decode_list_resources(rows, glob);
 }
 
 asio::awaitable<std::optional<RevokedLease>> PostgresBackend::revoke_lease(std::string resource) {
+  auto impl = impl_;
   detail::validate_name("resource name", resource);
-  auto job = [resource](pg::Link& link) {
-    auto r = pg::autocommit(
-        link, pg::Outcome::nothing_applied, false,
-        [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::revoke.name, resource); });
-    const auto row = r.at(0);
-    if (row[0].as<std::string>() != "revoked") return std::optional<RevokedLease>();
-    RevokedLease out{Lease{resource, row[1].as<std::string>(), row[2].as<Token>(),
-                           from_us(row[3].as<long long>()), milliseconds(row[4].as<long long>())},
-                     row[5].as<Token>()};
-    return std::optional<RevokedLease>(std::move(out));
-  };
-  co_return co_await pg::call<std::optional<RevokedLease>>(*impl_->pool_queue, impl_->deadline(),
-                                                           std::move(job));
+  const auto rows = co_await impl->query(LostReply::write(), pg::stmt::revoke.name, resource);
+  co_return pg::decode_revoke(rows, resource);
 }
 
 // ---- administration ---------------------------------------------------------------------------
@@ -382,18 +303,20 @@ int PostgresBackend::latest_schema_version() {
 }
 
 asio::awaitable<int> PostgresBackend::migrate() {
+  auto impl = impl_;
   auto job = [](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+    auto r = pg::autocommit(link, LostReply::read(), [&](pqxx::nontransaction& n) {
       return n.exec("SELECT coalesce(max(version), 0) FROM statepact_schema_version");
     });
     return r.at(0)[0].as<int>();
   };
-  co_return co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  co_return co_await pg::call<int>(*impl->pool_queue, impl->deadline(), std::move(job));
 }
 
 asio::awaitable<PostgresServerCheck> PostgresBackend::check_server() {
+  auto impl = impl_;
   auto job = [](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
+    auto r = pg::autocommit(link, LostReply::read(), [&](pqxx::nontransaction& n) {
       return n.exec(
           "SELECT current_setting('fsync'), current_setting('synchronous_commit'), "
           "current_setting('full_page_writes'), pg_is_in_recovery()::text, "
@@ -434,7 +357,7 @@ asio::awaitable<PostgresServerCheck> PostgresBackend::check_server() {
                     pg::latest_version())));
     return check;
   };
-  co_return co_await pg::call<PostgresServerCheck>(*impl_->pool_queue, impl_->deadline(),
+  co_return co_await pg::call<PostgresServerCheck>(*impl->pool_queue, impl->deadline(),
                                                    std::move(job));
 }
 
@@ -442,117 +365,74 @@ asio::awaitable<PostgresServerCheck> PostgresBackend::check_server() {
 
 asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value initial_state,
                                                          ResourcePolicy policy) {
+  auto impl = impl_;
   detail::validate_initial_state(name, initial_state);
-  auto job = [name, state = initial_state.dump(), policy](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::register_resource.name, name, state,
-                                 policy.fence_required);
-        });
-    return r.at(0)[0].as<bool>();
-  };
-  co_return co_await pg::call<bool>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows = co_await impl->query(LostReply::write(), pg::stmt::register_resource.name, name,
+                                         initial_state.dump(), policy.fence_required);
+  co_return pg::decode_register(rows);
 }
 
 asio::awaitable<void> PostgresBackend::set_resource_policy(std::string name,
                                                            ResourcePolicy policy) {
+  auto impl = impl_;
   detail::validate_name("resource name", name);
-  auto job = [name, policy](pg::Link& link) {
-    auto r =
-        pg::autocommit(link, pg::Outcome::nothing_applied, false, [&](pqxx::nontransaction& n) {
-          return n.exec_prepared(pg::stmt::set_policy.name, name, policy.fence_required);
-        });
-    if (!r.at(0)[0].as<bool>()) throw ResourceNotFoundError(name);
-    return 0;
-  };
-  co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows = co_await impl->query(LostReply::write(), pg::stmt::set_policy.name, name,
+                                         policy.fence_required);
+  detail::found_or_raise(pg::decode_set_policy(rows, name));
 }
 
 asio::awaitable<ResourcePolicy> PostgresBackend::resource_policy(std::string name) {
+  auto impl = impl_;
   detail::validate_name("resource name", name);
-  auto job = [name](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::policy.name, name);
-    });
-    const auto f = r.at(0)[0];
-    if (f.is_null()) throw ResourceNotFoundError(name);
-    return ResourcePolicy{f.as<bool>()};
-  };
-  co_return co_await pg::call<ResourcePolicy>(*impl_->pool_queue, impl_->deadline(),
-                                              std::move(job));
+  const auto rows = co_await impl->query(LostReply::read(), pg::stmt::policy.name, name);
+  co_return detail::found_or_raise(pg::decode_policy(rows, name));
 }
 
 asio::awaitable<Entry> PostgresBackend::read(std::string resource, std::string key) {
+  auto impl = impl_;
   detail::validate_name("resource name", resource);
   detail::validate_name("key", key);
-  auto job = [resource, key](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::read.name, resource, key);
-    });
-    const auto row = r.at(0);
-    if (!row[0].as<bool>()) throw ResourceNotFoundError(resource);
-    return Entry{json_field(row[1]), row[2].as<Version>()};
-  };
-  co_return co_await pg::call<Entry>(*impl_->pool_queue, impl_->deadline(), std::move(job));
+  const auto rows = co_await impl->query(LostReply::read(), pg::stmt::read.name, resource, key);
+  co_return detail::found_or_raise(pg::decode_read(rows, resource));
 }
 
 asio::awaitable<std::vector<ResourceSnapshot>> PostgresBackend::snapshot(
     std::vector<std::string> resources) {
+  auto impl = impl_;
   for (const auto& r : resources) detail::validate_name("resource name", r);
-  auto job = [names = names_json(resources)](pg::Link& link) {
-    auto r = pg::autocommit(link, pg::Outcome::read_only, false, [&](pqxx::nontransaction& n) {
-      return n.exec_prepared(pg::stmt::snapshot.name, names);
-    });
-    std::vector<ResourceSnapshot> out;
-    bool fresh = true;  // rows of one resource come together, in the order asked
-    std::string last;
-    for (const auto& row : r) {
-      const std::string name = row[0].as<std::string>();
-      if (!row[1].as<bool>()) throw ResourceNotFoundError(name);
-      if (fresh || name != last) {
-        out.push_back(ResourceSnapshot{name, row[2].as<Version>(), {}});
-        last = name;
-        fresh = false;
-      }
-      if (!row[3].is_null())
-        out.back().entries[row[3].as<std::string>()] =
-            Entry{json_field(row[4]), row[5].as<Version>()};
-    }
-    return out;
-  };
-  co_return co_await pg::call<std::vector<ResourceSnapshot>>(*impl_->pool_queue, impl_->deadline(),
-                                                             std::move(job));
+  const auto rows =
+      co_await impl->query(LostReply::read(), pg::stmt::snapshot.name, names_json(resources));
+  co_return detail::found_or_raise(pg::decode_snapshot(rows, resources));
 }
 
 // ---- sessions ---------------------------------------------------------------------------------
 
 asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::string> resources,
                                                           Isolation isolation) {
+  auto impl = impl_;
   for (const auto& r : resources) detail::validate_name("resource name", r);
   const std::string names = names_json(resources);
   auto check = [names](pqxx::transaction_base& t) {
-    auto r = t.exec_prepared(pg::stmt::missing.name, names);
-    if (!r.at(0)[0].is_null()) throw ResourceNotFoundError(r.at(0)[0].as<std::string>());
+    detail::found_or_raise(
+        pg::decode_missing(rows_of(t.exec_prepared(pg::stmt::missing.name, names))));
   };
   if (isolation != Isolation::pessimistic) {
     auto job = [check](pg::Link& link) {
-      pg::autocommit(link, pg::Outcome::read_only, false,
-                     [&](pqxx::nontransaction& n) { check(n); });
+      pg::autocommit(link, LostReply::read(), [&](pqxx::nontransaction& n) { check(n); });
       return 0;
     };
-    co_await pg::call<int>(*impl_->pool_queue, impl_->deadline(), std::move(job));
-    co_return ++impl_->next_session;
+    co_await pg::call<int>(*impl->pool_queue, impl->deadline(), std::move(job));
+    co_return ++impl->next_session;
   }
   // Pessimistic: a connection of its own with a real transaction, held until commit or end.
-  auto sc = impl_->take_idle();
+  auto sc = impl->take_idle();
   auto job = [check](pg::Link& link) {
-    pg::autocommit(link, pg::Outcome::nothing_applied, false,
-                   [&](pqxx::nontransaction& n) { check(n); });
-    roll_back(link);  // nothing should be open; never start a second transaction on it
+    pg::autocommit(link, LostReply::in_transaction(), [&](pqxx::nontransaction& n) { check(n); });
+    pg::roll_back(link);  // nothing should be open; never start a second transaction on it
     try {
       link.tx = std::make_unique<pqxx::work>(link.current());
     } catch (...) {
-      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, false);
+      pg::rethrow_mapped(link, LostReply::in_transaction());
     }
     return 0;
   };
@@ -560,66 +440,55 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
   // job still runs (the deadline passed first), the transaction it opens is rolled back.
   std::exception_ptr failed;
   try {
-    co_await pg::call<int>(*sc->queue, impl_->deadline(), std::move(job));
+    co_await pg::call<int>(*sc->queue, impl->deadline(), std::move(job));
   } catch (...) {
     failed = std::current_exception();
   }
   if (failed) {
-    impl_->release(sc);
+    impl->release(sc);
     std::rethrow_exception(failed);
   }
-  const SessionId id = ++impl_->next_session;
+  const SessionId id = ++impl->next_session;
   {
-    std::lock_guard guard(impl_->mu);
-    impl_->open[id] = sc;
+    std::lock_guard guard(impl->mu);
+    impl->open[id] = sc;
   }
   co_return id;
 }
 
 asio::awaitable<Entry> PostgresBackend::lock(SessionId session, std::string resource,
                                              std::string key, LockMode mode, milliseconds timeout) {
+  auto impl = impl_;
   detail::validate_name("resource name", resource);
   detail::validate_name("key", key);
   if (timeout <= milliseconds::zero()) throw InvalidArgumentError("lock timeout must be positive");
-  auto sc = impl_->find_open(session);
+  auto sc = impl->find_open(session);
   if (!sc)
     throw UsageError(
         fmt::format("lock() on session {}, which is not an open pessimistic session", session));
-  const std::uint64_t seq = ++impl_->next_seq;
+  const std::uint64_t seq = ++impl->next_seq;
   const long long deadlock_ms =
-      impl_->options.deadlock_timeout() ? impl_->options.deadlock_timeout()->count() : -1;
+      impl->options.deadlock_timeout() ? impl->options.deadlock_timeout()->count() : -1;
   auto job = [resource, key, mode, timeout, deadlock_ms, seq, cancel = sc->cancel](pg::Link& link) {
-    if (!link.tx)
-      throw BackendUnavailableError(
-          "the session's transaction is gone (its connection failed or a statement failed); start "
-          "a new session");
-    pqxx::result r;
-    cancel->arm(link.current(), seq);
-    try {
-      r = link.tx->exec_prepared(pg::stmt::lock.name, resource, key, mode == LockMode::exclusive,
-                                 static_cast<long long>(timeout.count()), deadlock_ms);
-      cancel->disarm();
-    } catch (...) {
-      // Any failure of the statement aborted the transaction: it is rolled back here, and the
-      // session's later statements say it is gone.
-      cancel->disarm();
-      roll_back(link);
-      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, false);
+    // A timeout or a refused deadlock is an answer, not a failure: the function catches them in a
+    // subtransaction, so the session and the locks it holds survive.
+    const pg::Rows rows = pg::in_transaction(link, [&](pqxx::work& tx) {
+      pg::ArmedCancel armed(*cancel, link.current(), seq);
+      return rows_of(tx.exec_prepared(pg::stmt::lock.name, resource, key,
+                                      mode == LockMode::exclusive,
+                                      static_cast<long long>(timeout.count()), deadlock_ms));
+    });
+    detail::LockAnswer answer = pg::decode_lock(rows);
+    if (answer.verdict == detail::Verdict::cancelled) {
+      if (cancel->cancelled(seq))
+        throw std::system_error(make_error_code(asio::error::operation_aborted),
+                                "lock wait cancelled");
+      answer.verdict = detail::Verdict::timeout;  // cancelled by statement_timeout
     }
-    const auto row = r.at(0);
-    const std::string status = row[0].as<std::string>();
-    if (status == "ok" || status == "missing")
-      return Entry{json_field(row[1]), row[2].as<Version>()};
-    if (status == "not_found") throw ResourceNotFoundError(resource);
-    if (status == "deadlock") throw detail::lock_deadlock(mode, resource, key);
-    if (status == "cancelled" && cancel->cancelled(seq))
-      throw std::system_error(make_error_code(asio::error::operation_aborted),
-                              "lock wait cancelled");
-    // "timeout", or "cancelled" by statement_timeout.
-    throw detail::lock_timed_out(timeout, mode, resource, key);
+    return detail::entry_or_raise(std::move(answer), resource, key, mode, timeout);
   };
   // The wait itself may take its whole timeout; the deadline only catches a server gone silent.
-  pg::Deadline deadline = impl_->deadline();
+  pg::Deadline deadline = impl->deadline();
   deadline.after = std::max(deadline.after, timeout + milliseconds(1000));
   co_return co_await pg::call<Entry>(*sc->queue, deadline, std::move(job), sc->cancel, seq);
 }
@@ -636,66 +505,58 @@ void PostgresBackend::end_session(SessionId session) noexcept {
 }
 
 asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
+  auto impl = impl_;
   detail::validate_commit(req);
-  std::string body = pg::encode_commit(req, impl_->options.idempotency_retention());
+  std::string body = pg::encode_commit(req, impl->options.idempotency_retention());
   const bool has_key = req.idempotency_key.has_value();
-  auto sc = impl_->take_open(req.session);
+  auto sc = impl->take_open(req.session);
   if (!sc) {
     auto job = [body = std::move(body), req = std::move(req), has_key](pg::Link& link) {
-      auto r = pg::autocommit(
-          link, pg::Outcome::commit_unknown, has_key,
-          [&](pqxx::nontransaction& n) { return n.exec_prepared(pg::stmt::commit.name, body); });
+      auto r = pg::autocommit(link, LostReply::commit(has_key), [&](pqxx::nontransaction& n) {
+        return n.exec_prepared(pg::stmt::commit.name, body);
+      });
       return detail::result_or_raise(pg::decode_commit(r.at(0)[0].c_str()), req);
     };
     co_return co_await pg::call<CommitResult>(
-        *impl_->pool_queue, impl_->deadline(pg::Outcome::commit_unknown, has_key), std::move(job));
+        *impl->pool_queue, impl->deadline(LostReply::commit(has_key)), std::move(job));
   }
   // A pessimistic session: the commit function runs in the session's transaction, then COMMIT
   // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.
-  Impl* impl = impl_.get();
-  auto job = [body = std::move(body), req = std::move(req), has_key, impl, sc](pg::Link& link) {
+  Impl* state = impl.get();
+  auto job = [body = std::move(body), req = std::move(req), has_key, state, sc](pg::Link& link) {
     // However the job ends, the connection goes back with no transaction open.
     struct GiveBack {
-      Impl* impl;
+      Impl* state;
       std::shared_ptr<Impl::SessionConn> sc;
       pg::Link& link;
       ~GiveBack() {
-        roll_back(link);
-        impl->give_back(sc);
+        pg::roll_back(link);
+        state->give_back(sc);
       }
-    } give_back{impl, sc, link};
-    if (!link.tx)
-      throw BackendUnavailableError(
-          "the session's transaction is gone (its connection failed or a statement failed); "
-          "nothing was committed");
+    } give_back{state, sc, link};
     // Until COMMIT is sent, every failure (a refusal included) means nothing was applied.
-    CommitResult result;
-    try {
-      const auto answer = link.tx->exec_prepared(pg::stmt::commit.name, body);
-      result = detail::result_or_raise(pg::decode_commit(answer.at(0)[0].c_str()), req);
-    } catch (...) {
-      roll_back(link);
-      pg::rethrow_mapped(link, pg::Outcome::nothing_applied, has_key);
-    }
+    CommitResult result = pg::in_transaction(link, [&](pqxx::work& tx) {
+      const auto answer = tx.exec_prepared(pg::stmt::commit.name, body);
+      return detail::result_or_raise(pg::decode_commit(answer.at(0)[0].c_str()), req);
+    });
     try {
       link.tx->commit();
       link.tx.reset();
     } catch (...) {
       // An error reply to COMMIT means it rolled back (mapped as such); a lost connection or
       // libpqxx's in-doubt error leave the outcome unknown.
-      roll_back(link);
-      pg::rethrow_mapped(link, pg::Outcome::commit_unknown, has_key);
+      pg::roll_back(link);
+      pg::rethrow_mapped(link, LostReply::commit(has_key));
     }
     return result;
   };
   // The deadline may pass while the job waits behind a stuck statement of the session: then it
   // never runs, and the session's transaction is rolled back and its connection handed back.
-  auto skipped = [impl, sc](pg::Link& link) {
-    roll_back(link);
-    impl->give_back(sc);
+  auto skipped = [state, sc](pg::Link& link) {
+    pg::roll_back(link);
+    state->give_back(sc);
   };
-  co_return co_await pg::call<CommitResult>(*sc->queue,
-                                            impl_->deadline(pg::Outcome::commit_unknown, has_key),
+  co_return co_await pg::call<CommitResult>(*sc->queue, impl->deadline(LostReply::commit(has_key)),
                                             std::move(job), nullptr, 0, std::move(skipped));
 }
 

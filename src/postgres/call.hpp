@@ -37,8 +37,7 @@ namespace statepact::detail::pg {
 // The client-side deadline of one call, and what a statement already sent may have done.
 struct Deadline {
   milliseconds after;
-  Outcome outcome = Outcome::nothing_applied;
-  bool has_idempotency_key = false;
+  LostReply lost = LostReply::write();
 };
 
 // Who answers the caller: the job or the deadline. Shared by both; the mutex guards the handler.
@@ -113,16 +112,10 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
   std::exception_ptr timeout_error(bool started) const {
     const auto ms = deadline_.after.count();
     if (!started)
-      return std::make_exception_ptr(BackendUnavailableError(
-          fmt::format("PostgreSQL: no connection was free within {} ms; nothing was sent", ms)));
-    if (deadline_.outcome == Outcome::commit_unknown)
-      return std::make_exception_ptr(CommitUnknownError(
-          fmt::format("PostgreSQL: no reply within {} ms after the commit was sent; it may or "
-                      "may not have been applied",
-                      ms),
-          deadline_.has_idempotency_key));
-    return std::make_exception_ptr(
-        BackendUnavailableError(fmt::format("PostgreSQL: no reply within {} ms", ms)));
+      return lost_reply_error("PostgreSQL", deadline_.lost, Loss::not_sent,
+                              fmt::format("no connection was free within {} ms", ms));
+    return lost_reply_error("PostgreSQL", deadline_.lost, Loss::no_reply,
+                            fmt::format("no reply within {} ms", ms));
   }
 
   static void deliver(Handler h, std::exception_ptr error, T value) {
@@ -160,7 +153,7 @@ class CallJob final : public Job {
       // Whatever escaped the job (a reply that does not parse, a libpqxx usage error) reaches
       // the caller as statepact's error.
       try {
-        rethrow_mapped(link, race_->deadline().outcome, race_->deadline().has_idempotency_key);
+        rethrow_mapped(link, race_->deadline().lost);
       } catch (...) {
         error = std::current_exception();
       }

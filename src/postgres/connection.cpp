@@ -91,7 +91,7 @@ void Link::connect() {
   } catch (const pqxx::broken_connection& e) {
     const std::string what = redact(e.what(), s.secrets);
     if (refused_for_good(what))
-      configuration_failure(
+      throw ConfigurationError(
           fmt::format("cannot connect to PostgreSQL at {}: {}; check the connection string, the "
                       "role and its password, and the server's pg_hba.conf",
                       s.target, what));
@@ -99,10 +99,10 @@ void Link::connect() {
         fmt::format("cannot connect to PostgreSQL at {}: {}", s.target, what));
   } catch (const pqxx::sql_error& e) {
     sql_state_failed(*this, sqlstate_of(e), fmt::format("{}: {}", step, e.what()),
-                     Outcome::nothing_applied, false);
+                     LostReply::in_transaction());
   } catch (const pqxx::transaction_rollback& e) {
     sql_state_failed(*this, sqlstate_of(e), fmt::format("{}: {}", step, e.what()),
-                     Outcome::nothing_applied, false);
+                     LostReply::in_transaction());
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

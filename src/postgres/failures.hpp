@@ -14,58 +14,13 @@
 
 #include <fmt/format.h>
 
+#include <statepact/detail/lost_reply.hpp>
 #include <statepact/errors.hpp>
 
 #include "connection.hpp"
+#include "sqlstate.hpp"
 
 namespace statepact::detail::pg {
-
-enum class Outcome {
-  read_only,        // changes nothing: safe to send again on a fresh connection
-  nothing_applied,  // a lease operation, or a statement inside an open transaction
-  commit_unknown,   // an autocommitted commit: the server may have applied it
-};
-
-// A serialization failure (40001): the server rolled the statement back and running the whole
-// transaction again may succeed. No public class fits (ConflictError names a key and versions),
-// so this one is internal; callers see a retryable statepact::Error with code conflict.
-class SerializationConflict final : public Error {
- public:
-  explicit SerializationConflict(const std::string& what) : Error(ErrorCode::conflict, what) {}
-  bool retryable() const noexcept override { return true; }
-};
-
-// A failure that needs an operator, not a retry (authentication, privileges, a missing schema or
-// database, a malformed connection string).
-[[noreturn]] inline void configuration_failure(const std::string& what) {
-  throw ConfigurationError(what);
-}
-
-// What a failure means, whatever form it came in.
-enum class Kind {
-  conflict,       // 40001, 40000: run the transaction again
-  deadlock,       // 40P01
-  lock_timeout,   // 55P03
-  cancelled,      // 57014: statement_timeout or a cancel request; rolled back
-  connection,     // 08xxx, 57P0x, 25P03, 40003: the session is gone, maybe mid-statement
-  unavailable,    // 53xxx (out of resources), 25006 (a read-only server): retry later
-  configuration,  // 28xxx, 42xxx, 3D000, 3F000: what to fix is in the message
-  other,
-};
-
-inline Kind kind_of(std::string_view state) {
-  auto starts = [&](std::string_view p) { return state.substr(0, p.size()) == p; };
-  if (state == "40001" || state == "40000") return Kind::conflict;
-  if (state == "40P01") return Kind::deadlock;
-  if (state == "55P03") return Kind::lock_timeout;
-  if (state == "57014") return Kind::cancelled;
-  if (starts("08") || starts("57P") || state == "25P03" || state == "40003")
-    return Kind::connection;
-  if (starts("53") || state == "25006") return Kind::unavailable;
-  if (starts("28") || starts("42") || state == "3D000" || state == "3F000")
-    return Kind::configuration;
-  return Kind::other;
-}
 
 // libpqxx 6 throws the transaction-rollback class (40xxx) as its own exceptions, without a
 // SQLSTATE and not as sql_error.
@@ -98,87 +53,27 @@ inline bool connection_class(const pqxx::sql_error& e) {
   return kind_of(sqlstate_of(e)) == Kind::connection;
 }
 
-// The connection broke (or the server ended it) while a statement was in flight.
-[[noreturn]] inline void connection_lost(Link& link, const std::string& what, Outcome outcome,
-                                         bool has_idempotency_key) {
+// The connection broke: see connection_lost_error().
+[[noreturn]] inline void connection_lost(Link& link, const std::string& what, LostReply lost,
+                                         Loss loss = Loss::disconnected) {
   link.drop();
-  const std::string hint =
-      what.find("idle-in-transaction") != std::string::npos
-          ? " (the session stayed idle inside its transaction longer than "
-            "idle_in_transaction_timeout; the server ended it and released its locks)"
-          : "";
-  if (outcome == Outcome::commit_unknown)
-    throw CommitUnknownError(
-        fmt::format("connection to PostgreSQL lost after the commit was sent; it may or may not "
-                    "have been applied: {}{}",
-                    what, hint),
-        has_idempotency_key);
-  throw BackendUnavailableError(
-      fmt::format("connection to PostgreSQL lost; nothing was applied: {}{}", what, hint));
+  std::rethrow_exception(connection_lost_error(what, lost, loss));
 }
 
-inline std::string configuration_hint(std::string_view state) {
-  if (state.substr(0, 2) == "28")
-    return "authentication failed: check the user name and password of the connection string "
-           "and the server's pg_hba.conf";
-  if (state == "42501")
-    return "permission denied: grant the role what the message names (the migration needs "
-           "CREATE on the database or on the schema; every operation needs USAGE on the schema "
-           "and the right to use statepact's tables and functions)";
-  if (state == "3D000") return "the database does not exist: check the connection string";
-  if (state == "42P01" || state == "42883" || state == "3F000" || state == "42704")
-    return "statepact's tables or functions are missing from the schema (dropped after the "
-           "migration, or PostgresOptions::schema names another schema): restart the backend so "
-           "it migrates the schema again, or fix the option";
-  return "the server refused statepact's SQL: check the server version (15 or later) and the "
-         "role's settings";
-}
-
-// The error a SQLSTATE stands for; the server's text is kept in every message.
+// The error a SQLSTATE stands for (sqlstate_error()), the connection dropped where it must be.
 [[noreturn]] inline void sql_state_failed(Link& link, const std::string& state,
-                                          const std::string& text, Outcome outcome,
-                                          bool has_idempotency_key) {
-  switch (kind_of(state)) {
-    case Kind::conflict:
-      throw SerializationConflict(fmt::format(
-          "PostgreSQL could not serialize the transaction (SQLSTATE {}); nothing was applied, "
-          "run it again: {}",
-          state, text));
-    case Kind::deadlock:
-      throw DeadlockError(fmt::format("PostgreSQL deadlock: {}", text));
-    case Kind::lock_timeout:
-      throw LockTimeoutError(fmt::format("PostgreSQL lock timeout: {}", text));
-    case Kind::cancelled:
-      // Cancelled statements are rolled back: nothing was applied.
-      throw BackendUnavailableError(
-          fmt::format("PostgreSQL statement timed out or was cancelled: {}", text));
-    case Kind::connection:
-      connection_lost(link, text, outcome, has_idempotency_key);
-    case Kind::unavailable:
-      // A read-only server may be a demoted primary: the next connection may reach the new one.
-      link.drop();
-      throw BackendUnavailableError(fmt::format(
-          "PostgreSQL cannot serve the statement now (SQLSTATE {}); nothing was applied: {}", state,
-          text));
-    case Kind::configuration:
-      configuration_failure(fmt::format("PostgreSQL refused the statement (SQLSTATE {}): {}; {}",
-                                        state, text, configuration_hint(state)));
-    case Kind::other:
-      break;
-  }
-  throw Error(ErrorCode::backend_unavailable,
-              fmt::format("PostgreSQL error {}; nothing was applied: {}",
-                          state.empty() ? "(no SQLSTATE)" : state, text));
+                                          const std::string& text, LostReply lost) {
+  if (drops_connection(state)) link.drop();
+  std::rethrow_exception(sqlstate_error(state, text, lost));
 }
 
-[[noreturn]] inline void sql_failed(Link& link, const pqxx::sql_error& e, Outcome outcome,
-                                    bool has_idempotency_key) {
-  sql_state_failed(link, sqlstate_of(e), e.what(), outcome, has_idempotency_key);
+[[noreturn]] inline void sql_failed(Link& link, const pqxx::sql_error& e, LostReply lost) {
+  sql_state_failed(link, sqlstate_of(e), e.what(), lost);
 }
 
 // Inside a catch handler: rethrows the exception being handled as statepact's. statepact's own
 // errors, UsageError and cancellation pass unchanged.
-[[noreturn]] inline void rethrow_mapped(Link& link, Outcome outcome, bool has_idempotency_key) {
+[[noreturn]] inline void rethrow_mapped(Link& link, LostReply lost) {
   try {
     throw;
   } catch (const Error&) {
@@ -188,36 +83,36 @@ inline std::string configuration_hint(std::string_view state) {
   } catch (const std::system_error&) {
     throw;  // asio::error::operation_aborted: a cancelled lock wait
   } catch (const pqxx::in_doubt_error& e) {
-    connection_lost(link, e.what(), Outcome::commit_unknown, has_idempotency_key);
+    connection_lost(link, e.what(), LostReply::commit(lost.has_idempotency_key));
   } catch (const pqxx::broken_connection& e) {
-    connection_lost(link, e.what(), outcome, has_idempotency_key);
+    connection_lost(link, e.what(), lost);
   } catch (const pqxx::transaction_rollback& e) {
-    sql_state_failed(link, sqlstate_of(e), e.what(), outcome, has_idempotency_key);
+    sql_state_failed(link, sqlstate_of(e), e.what(), lost);
   } catch (const pqxx::sql_error& e) {
-    sql_failed(link, e, outcome, has_idempotency_key);
+    sql_failed(link, e, lost);
   } catch (const std::exception& e) {
     // libpqxx usage or conversion errors, a JSON reply that does not parse: the reply was not
     // what statepact's functions send.
-    if (outcome == Outcome::commit_unknown)
+    if (lost.effect == Effect::commit)
       throw CommitUnknownError(
           fmt::format("unexpected reply from PostgreSQL after the commit was sent; it may or may "
                       "not have been applied: {}",
                       e.what()),
-          has_idempotency_key);
+          lost.has_idempotency_key);
     throw Error(ErrorCode::backend_unavailable,
                 fmt::format("unexpected failure talking to PostgreSQL: {}", e.what()));
   } catch (...) {
-    if (outcome == Outcome::commit_unknown)
+    if (lost.effect == Effect::commit)
       throw CommitUnknownError(
           "unexpected failure after the commit was sent; it may or may not have been applied",
-          has_idempotency_key);
+          lost.has_idempotency_key);
     throw Error(ErrorCode::backend_unavailable, "unexpected failure talking to PostgreSQL");
   }
 }
 
 // Runs `f` on the pool connection, in autocommit, and maps its failures.
 template <class F>
-auto autocommit(Link& link, Outcome outcome, bool has_idempotency_key, F f) {
+auto autocommit(Link& link, LostReply lost, F f) {
   for (bool again = false;; again = true) {
     std::optional<pqxx::nontransaction> n;
     try {
@@ -225,13 +120,13 @@ auto autocommit(Link& link, Outcome outcome, bool has_idempotency_key, F f) {
     } catch (const pqxx::broken_connection& e) {
       // Dead before anything was sent: whatever the statement, nothing happened. One new
       // connection is worth a try; a second failure is the server being unreachable.
-      if (again) connection_lost(link, e.what(), Outcome::nothing_applied, has_idempotency_key);
+      if (again) connection_lost(link, e.what(), lost, Loss::not_sent);
       link.drop();
       continue;
     } catch (...) {
-      rethrow_mapped(link, Outcome::nothing_applied, has_idempotency_key);
+      rethrow_mapped(link, LostReply::in_transaction());  // nothing was sent
     }
-    const bool may_resend = outcome == Outcome::read_only && !again;
+    const bool may_resend = lost.resendable() && !again;
     std::exception_ptr failure;
     try {
       return f(*n);
@@ -244,13 +139,41 @@ auto autocommit(Link& link, Outcome outcome, bool has_idempotency_key, F f) {
     try {
       std::rethrow_exception(failure);
     } catch (const pqxx::broken_connection& e) {
-      if (!may_resend) connection_lost(link, e.what(), outcome, has_idempotency_key);
+      if (!may_resend) connection_lost(link, e.what(), lost);
     } catch (const pqxx::sql_error& e) {
-      if (!may_resend || !connection_class(e)) sql_failed(link, e, outcome, has_idempotency_key);
+      if (!may_resend || !connection_class(e)) sql_failed(link, e, lost);
     } catch (...) {
-      rethrow_mapped(link, outcome, has_idempotency_key);
+      rethrow_mapped(link, lost);
     }
     link.drop();
+  }
+}
+
+// Rolls back the session's transaction, if any; a failure means the connection is gone anyway.
+inline void roll_back(Link& link) noexcept {
+  if (!link.tx) return;
+  try {
+    link.tx->abort();
+    link.tx.reset();
+  } catch (...) {
+    link.drop();
+  }
+}
+
+// Runs `f(pqxx::work&)` in a pessimistic session's open transaction, and maps its failures as
+// autocommit() does for the pool. Any failure of a statement aborts the transaction: it is rolled
+// back here, so the session's later statements say it is gone, and nothing of it was applied.
+template <class F>
+auto in_transaction(Link& link, F f) {
+  if (!link.tx)
+    throw BackendUnavailableError(
+        "the session's transaction is gone (its connection failed or a statement failed); "
+        "nothing of it was committed: start a new session");
+  try {
+    return f(*link.tx);
+  } catch (...) {
+    roll_back(link);
+    rethrow_mapped(link, LostReply::in_transaction());
   }
 }
 

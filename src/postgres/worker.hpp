@@ -53,6 +53,21 @@ class CancelPoint {
   std::uint64_t cancelled_ = 0;
 };
 
+// Arms a CancelPoint for one statement for as long as it lives, so every way out of the statement
+// (its answer, an exception) disarms it.
+class ArmedCancel {
+ public:
+  ArmedCancel(CancelPoint& point, pqxx::connection& conn, std::uint64_t seq) : point_(point) {
+    point_.arm(conn, seq);
+  }
+  ~ArmedCancel() { point_.disarm(); }
+  ArmedCancel(const ArmedCancel&) = delete;
+  ArmedCancel& operator=(const ArmedCancel&) = delete;
+
+ private:
+  CancelPoint& point_;
+};
+
 class Worker {
  public:
   Worker(std::shared_ptr<JobQueue> queue, std::shared_ptr<Shared> shared);

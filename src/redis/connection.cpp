@@ -49,17 +49,13 @@ struct RedisConnection::Link : std::enable_shared_from_this<Link> {
   std::deque<std::shared_ptr<Request>> waiting;
 };
 
-struct RedisConnection::Request {
+// A request's bookkeeping (stage, deadline, resend rules) is its RequestBook; the rest is I/O.
+struct RedisConnection::Request : RequestBook {
+  using RequestBook::RequestBook;
   std::shared_ptr<RedisConnection> owner;
   std::function<void(std::exception_ptr, RedisReply)> done;
-  std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<Link> link;
   Args args;
-  CommandKind kind = CommandKind::plain;
-  bool finished = false;
-  bool armed = false;   // the deadline runs from the first send, across a resend
-  bool resent = false;  // a read is sent at most twice
-  bool sent = false;    // handed to hiredis on a link (else: waiting for its setup)
 };
 
 struct RedisConnection::SetupStep {
@@ -124,68 +120,8 @@ class NoSigpipe {
   sigset_t pipe_, old_;
 };
 
-bool is_commit(CommandKind k) {
-  return k == CommandKind::commit || k == CommandKind::commit_idempotent;
-}
-
 std::exception_ptr unavailable(const std::string& what) {
   return std::make_exception_ptr(BackendUnavailableError("redis: " + what));
-}
-
-enum SetupKind { setup_auth, setup_select, setup_setname, setup_eviction };
-
-// A refused setup step. A server busy for now (LOADING, ...) is retryable; anything else is
-// configuration the caller must fix, and the connection must not carry commands without it (a
-// failed SELECT would leave them on database 0). The password is never part of the message.
-std::exception_ptr setup_failure(int step, const std::string& reply, const RedisUrl& url) {
-  const char* what = step == setup_auth      ? "AUTH"
-                     : step == setup_select  ? "SELECT"
-                     : step == setup_setname ? "CLIENT SETNAME"
-                                             : "INFO memory";
-  if (redis_busy_for_now(redis_error_code(reply)))
-    return redis_server_error(fmt::format("{} (connection setup)", what), reply);
-  std::string fix;
-  switch (step) {
-    case setup_auth:
-      fix = "check the user name and password in the URL (and that the server has them)";
-      break;
-    case setup_select:
-      fix = fmt::format(
-          "the server has no database {} (its 'databases' setting), or the user may not select "
-          "it: name an existing database in the URL",
-          url.db);
-      break;
-    case setup_setname:
-      fix =
-          "the client name (RedisOptions::client_name) was refused: choose another, or allow "
-          "CLIENT SETNAME to the user";
-      break;
-    default:
-      fix =
-          "allow INFO to the user (the backend reads maxmemory_policy from it), or skip the "
-          "eviction check with RedisOptions::allow_eviction_unsafe(true), at your own risk";
-  }
-  return std::make_exception_ptr(ConfigurationError(fmt::format(
-      "redis: {} failed while setting up the connection: {}; fix: {}", what, reply, fix)));
-}
-
-// The eviction check's verdict on an `INFO memory` reply: null when the policy is noeviction.
-std::exception_ptr eviction_verdict(const std::string& info, const RedisUrl& url) {
-  const std::string field = "maxmemory_policy:";
-  std::string policy;
-  if (auto at = info.find(field); at != std::string::npos) {
-    const auto begin = at + field.size();
-    policy = info.substr(begin, info.find_first_of("\r\n", begin) - begin);
-  }
-  if (policy == "noeviction") return nullptr;
-  const std::string where =
-      url.unix_path.empty() ? fmt::format("{}:{}", url.host, url.port) : url.unix_path;
-  return std::make_exception_ptr(ConfigurationError(fmt::format(
-      "redis server {} has maxmemory-policy '{}': a server that may evict keys can drop a fence "
-      "counter, a resource's version or an idempotency record, which re-issues tokens and "
-      "repeats versions. Fix: CONFIG SET maxmemory-policy noeviction (and set it in redis.conf); "
-      "RedisOptions::allow_eviction_unsafe(true) skips this check, at the cost of that safety",
-      where, policy.empty() ? "unknown" : policy)));
 }
 
 }  // namespace
@@ -204,17 +140,16 @@ RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
 
 RedisConnection::~RedisConnection() = default;
 
-asio::awaitable<RedisReply> RedisConnection::call(Args args, CommandKind kind) {
+asio::awaitable<RedisReply> RedisConnection::call(Args args, LostReply lost) {
   auto self = shared_from_this();
-  auto initiation = [self, kind](auto handler, Args a) {
+  auto initiation = [self, lost](auto handler, Args a) {
     using Handler = decltype(handler);
     auto h = std::make_shared<Handler>(std::move(handler));
     // The caller's executor, tracked so its io_context keeps running until we complete.
     asio::any_io_executor target = asio::prefer(asio::get_associated_executor(*h, self->strand_),
                                                 asio::execution::outstanding_work.tracked);
-    auto req = std::make_shared<Request>();
+    auto req = std::make_shared<Request>(lost);
     req->owner = self;
-    req->kind = kind;
     req->args = std::move(a);
     req->done = [h, target](std::exception_ptr e, RedisReply r) {
       asio::post(target, [h, e, r = std::move(r)]() mutable { (*h)(e, std::move(r)); });
@@ -232,7 +167,7 @@ void RedisConnection::close() {
     self->closing_ = true;
     // An idle deadline timer would keep the caller's io_context running after the backend is
     // gone; with replies still due it stays, and complete() cancels it after the last one.
-    if (self->drop_answered()) self->deadline_timer_.cancel();
+    if (self->pending_.drop_finished()) self->deadline_timer_.cancel();
     if (!self->link_ || !self->link_->alive) return;
     // Graceful when connected: hiredis frees the context once the pending replies arrived.
     if (self->link_->connected)
@@ -246,15 +181,12 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
   if (closing_) return complete(*req, unavailable("the backend is shutting down"), {});
   if (!link_) open();
   if (!link_) return complete(*req, unavailable("cannot connect: " + open_error_), {});
-  const bool idle = drop_answered();
-  if (!req->armed) {
-    req->armed = true;
-    req->deadline = std::chrono::steady_clock::now() + command_timeout_;
-  }
+  const bool idle = pending_.drop_finished();
+  req->start(std::chrono::steady_clock::now(), command_timeout_);
   if (!link_->ready) {
     // Sent once the link's setup succeeded (or failed with it); its deadline runs meanwhile.
     req->link = link_;
-    req->sent = false;
+    req->wait_for_setup();
     link_->waiting.push_back(req);
     watch(req);
     return;
@@ -281,11 +213,12 @@ void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
     delete holder;
     return complete(*req, unavailable("the connection is closing"), {});
   }
-  const bool watched = req->link == link && !req->sent;  // it waited for this link's setup
+  // It waited for this link's setup: already watched.
+  const bool watched = req->link == link && req->stage() == RequestBook::Stage::waiting;
   req->link = link;
-  req->sent = true;
+  req->written();
   // hiredis copied the command; only a read keeps it, for a resend.
-  if (req->kind != CommandKind::read) req->args.reset();
+  if (!req->keeps_command()) req->args.reset();
   if (!watched) watch(req);
   if (!link->alive || !link->connected || !link->writing || link->write_armed) return;
   // An idle connection writes now (the lowest latency); a busy one lets the commands of this turn
@@ -297,23 +230,15 @@ void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
 }
 
 void RedisConnection::watch(const std::shared_ptr<Request>& req) {
-  pending_.push_back(req);
+  pending_.push(req);
   if (!deadline_armed_) arm_deadline();
 }
 
-bool RedisConnection::drop_answered() {
-  // Replies come in order, so the finished requests are almost always at the front.
-  while (!pending_.empty() && pending_.front()->finished) pending_.pop_front();
-  return pending_.empty();
-}
-
 void RedisConnection::arm_deadline() {
-  if (drop_answered()) return;
-  auto first = pending_.front()->deadline;
-  for (const auto& r : pending_)
-    if (!r->finished && r->deadline < first) first = r->deadline;
+  const auto first = pending_.next_deadline();
+  if (!first) return;
   deadline_armed_ = true;
-  deadline_timer_.expires_at(first);
+  deadline_timer_.expires_at(*first);
   deadline_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
     self->deadline_armed_ = false;
     if (!ec) self->on_deadline();
@@ -321,12 +246,8 @@ void RedisConnection::arm_deadline() {
 }
 
 void RedisConnection::on_deadline() {
-  const auto now = std::chrono::steady_clock::now();
-  std::vector<std::shared_ptr<Request>> late;
-  for (const auto& r : pending_)
-    if (!r->finished && r->deadline <= now) late.push_back(r);
-  // on_timeout drops the connection, which completes the others: not while iterating pending_.
-  for (const auto& r : late) on_timeout(r);
+  // A copy: on_timeout drops the connection, which completes the others.
+  for (const auto& r : pending_.expired(std::chrono::steady_clock::now())) on_timeout(r);
   arm_deadline();
 }
 
@@ -426,7 +347,7 @@ void RedisConnection::on_setup_reply(redisAsyncContext* ac, void* reply, void* p
     auto waiting = std::move(link->waiting);
     link->waiting.clear();
     for (auto& req : waiting) {
-      if (req->finished) continue;
+      if (req->finished()) continue;
       if (owner->link_ != link) {  // the link died meanwhile: start over
         req->link.reset();
         owner->start(req);
@@ -444,9 +365,8 @@ void RedisConnection::fail_waiting(Link& link, const std::exception_ptr& error) 
 }
 
 void RedisConnection::complete(Request& req, std::exception_ptr error, RedisReply reply) {
-  if (req.finished) return;
-  req.finished = true;
-  if (req.owner && req.owner->drop_answered() && req.owner->closing_)
+  if (!req.finish()) return;
+  if (req.owner && req.owner->pending_.drop_finished() && req.owner->closing_)
     req.owner->deadline_timer_.cancel();
   auto done = std::move(req.done);
   done(error, std::move(reply));
@@ -454,42 +374,33 @@ void RedisConnection::complete(Request& req, std::exception_ptr error, RedisRepl
 
 std::exception_ptr RedisConnection::lost_error(const Request& req, const Link& link) {
   const std::string why = link.error.empty() ? "connection closed" : link.error;
-  if (!link.connected) return unavailable("could not connect: " + why);
-  if (!req.sent) return unavailable("connection lost before the command was sent: " + why);
-  if (is_commit(req.kind))
-    return std::make_exception_ptr(CommitUnknownError(
-        "redis: connection lost after the commit was sent (" + why + "); it may have been applied",
-        req.kind == CommandKind::commit_idempotent));
-  return unavailable("connection lost: " + why);
+  if (!link.connected)
+    return lost_reply_error("redis", req.lost(), Loss::not_sent, "could not connect: " + why);
+  const Loss loss = req.loss_on_disconnect(link.connected);
+  return lost_reply_error("redis", req.lost(), loss,
+                          loss == Loss::not_sent
+                              ? "connection lost before the command was sent: " + why
+                              : "connection lost (" + why + ")");
 }
 
 bool RedisConnection::resend(const std::shared_ptr<Request>& req) {
-  // Only a read that reached a live connection: the server may have ended an idle connection
-  // before we noticed, and the read is then lost through no fault of the caller's.
-  if (req->kind != CommandKind::read || req->resent || req->finished || !req->link->connected)
-    return false;
   auto owner = req->owner;
-  if (owner->closing_) return false;
-  req->resent = true;
+  if (!req->resend_after_loss(req->link->connected, owner->closing_)) return false;
   // Posted: hiredis is still tearing the old context down, and link_ is reset when it is done.
   asio::post(owner->strand_, [owner, req] {
-    if (!req->finished) owner->start(req);
+    if (!req->finished()) owner->start(req);
   });
   return true;
 }
 
 void RedisConnection::on_timeout(const std::shared_ptr<Request>& req) {
-  if (req->finished) return;
+  if (req->finished()) return;
   auto link = req->link;
   const auto ms = req->owner->command_timeout_.count();
-  std::exception_ptr error;
-  if (is_commit(req->kind) && link->connected && req->sent)
-    error = std::make_exception_ptr(CommitUnknownError(
-        fmt::format("redis: no reply to the commit within {} ms; it may have been applied", ms),
-        req->kind == CommandKind::commit_idempotent));
-  else
-    error = unavailable(fmt::format("no reply within {} ms", ms));
-  complete(*req, error, {});
+  complete(*req,
+           lost_reply_error("redis", req->lost(), req->loss_on_timeout(link->connected),
+                            fmt::format("no reply within {} ms", ms)),
+           {});
   // The late reply would sit in front of every later one: drop the connection; the next command
   // opens a fresh one, so replies are never matched to the wrong request.
   if (link->alive) {
@@ -565,14 +476,13 @@ void RedisConnection::ev_cleanup(void* data) {
       auto waiting = std::move(link->waiting);
       link->waiting.clear();
       for (auto& req : waiting) {
-        if (req->finished) continue;
-        if (req->resent) {
+        if (req->finished()) continue;
+        if (!req->restart_after_setup_loss()) {
           complete(*req, unavailable("connection lost during its setup: " + why), {});
           continue;
         }
-        req->resent = true;
         asio::post(owner_->strand_, [owner_, req] {
-          if (!req->finished) owner_->start(req);
+          if (!req->finished()) owner_->start(req);
         });
       }
     } else {

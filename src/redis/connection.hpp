@@ -14,16 +14,15 @@
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 
+#include <statepact/detail/lost_reply.hpp>
+
 #include "reply.hpp"
+#include "request_book.hpp"
 #include "url.hpp"
 
 struct redisAsyncContext;  // hiredis, private to connection.cpp
 
 namespace statepact::detail {
-
-// How a lost reply is handled: a commit may have been applied (CommitUnknownError); a read changes
-// nothing, so it is sent once more on a fresh connection; anything else is "unavailable".
-enum class CommandKind { plain, read, commit, commit_idempotent };
 
 class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
  public:
@@ -35,15 +34,15 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   ~RedisConnection();
 
   // Sends one command. Error replies are returned, not thrown; a lost connection or a missed
-  // deadline throws BackendUnavailableError or (for commits) CommitUnknownError.
+  // deadline throws what `lost` says it means (a read is sent once more on a fresh connection).
   // Shared, so a caller that may send the same command again (EVAL after NOSCRIPT) keeps it
   // without a copy; the connection drops its reference once hiredis has the command (a read
   // keeps it, for a resend).
   using Args = std::shared_ptr<const std::vector<std::string>>;
-  asio::awaitable<RedisReply> call(Args args, CommandKind kind = CommandKind::plain);
+  asio::awaitable<RedisReply> call(Args args, LostReply lost = LostReply::write());
   asio::awaitable<RedisReply> call(std::vector<std::string> args,
-                                   CommandKind kind = CommandKind::plain) {
-    return call(std::make_shared<const std::vector<std::string>>(std::move(args)), kind);
+                                   LostReply lost = LostReply::write()) {
+    return call(std::make_shared<const std::vector<std::string>>(std::move(args)), lost);
   }
 
   // Stops accepting commands; replies already on the way are still delivered.
@@ -69,8 +68,6 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   static bool resend(const std::shared_ptr<Request>& req);
   static void on_timeout(const std::shared_ptr<Request>& req);
   void watch(const std::shared_ptr<Request>& req);
-  // Drops answered requests from the front of pending_; true when none is left in flight.
-  bool drop_answered();
   void arm_deadline();
   void on_deadline();
 
@@ -95,9 +92,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   bool refuse_eviction_;
   // Only touched on the strand.
   std::shared_ptr<Link> link_;
-  // Requests sent and not yet answered, oldest first (a resent read goes to the back). One timer
-  // watches them all, so a command costs no timer syscalls of its own.
-  std::deque<std::shared_ptr<Request>> pending_;
+  // Requests sent and not yet answered, oldest first (a resent read goes to the back).
+  PendingRequests<std::shared_ptr<Request>> pending_;
   asio::steady_timer deadline_timer_;
   bool deadline_armed_ = false;
   bool closing_ = false;

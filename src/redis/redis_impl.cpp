@@ -124,16 +124,16 @@ RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOpti
                                               !options.allow_eviction_unsafe())),
       instance_(random_instance_id()) {}
 
-asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, CommandKind kind) {
-  co_return co_await conn_->call(std::move(args), kind);
+asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, LostReply lost) {
+  co_return co_await conn_->call(std::move(args), lost);
 }
 
 asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::string> keys_,
-                                            std::vector<std::string> args, CommandKind kind) {
+                                            std::vector<std::string> args, LostReply lost) {
   std::string sha = sha_of(script);
   if (sha.empty()) {
     std::vector<std::string> load = {"SCRIPT", "LOAD", source_of(script)};
-    RedisReply loaded = co_await conn_->call(std::move(load), CommandKind::read);
+    RedisReply loaded = co_await conn_->call(std::move(load), LostReply::read());
     if (loaded.is_error()) throw_redis_server_error("SCRIPT LOAD", loaded.str);
     if (loaded.type != RedisReply::Type::string)
       throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to SCRIPT LOAD");
@@ -147,13 +147,13 @@ asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::stri
   cmd->push_back(std::to_string(keys_.size()));
   for (auto& k : keys_) cmd->push_back(std::move(k));
   for (auto& a : args) cmd->push_back(std::move(a));
-  RedisReply r = co_await conn_->call(cmd, kind);
+  RedisReply r = co_await conn_->call(cmd, lost);
   // NOSCRIPT: nothing ran (a restart or SCRIPT FLUSH): EVAL sends the text and caches it again.
   // The connection no longer reads `cmd` once the reply is here.
   if (r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0) {
     (*cmd)[0] = "EVAL";
     (*cmd)[1] = source_of(script);
-    r = co_await conn_->call(cmd, kind);
+    r = co_await conn_->call(cmd, lost);
   }
   if (r.is_error()) throw_redis_server_error(name_of(script), r.str);
   co_return r;

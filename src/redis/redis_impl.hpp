@@ -49,9 +49,9 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
   // Runs a script by SHA (loading it on first use, EVAL after NOSCRIPT). Error replies throw.
   asio::awaitable<RedisReply> eval(Script script, std::vector<std::string> keys,
                                    std::vector<std::string> args,
-                                   CommandKind kind = CommandKind::plain);
+                                   LostReply lost = LostReply::write());
   asio::awaitable<RedisReply> command(std::vector<std::string> args,
-                                      CommandKind kind = CommandKind::plain);
+                                      LostReply lost = LostReply::write());
   // Runs a script without anyone waiting for it (end_session): failures only cost the records'
   // expiry.
   void fire(Script script, std::vector<std::string> keys, std::vector<std::string> args) noexcept;

@@ -1,5 +1,6 @@
-// Redis error replies mapped to the library's errors by meaning, in one place. Every exception the
-// backend throws is a statepact::Error; the server's text is kept in the message.
+// Redis error replies mapped to the library's errors by meaning, in one place: a command's, and
+// those of a new connection's setup steps. Every exception the backend throws is a
+// statepact::Error; the server's text is kept in the message.
 #pragma once
 
 #include <exception>
@@ -9,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <statepact/errors.hpp>
+
+#include "url.hpp"
 
 namespace statepact::detail {
 
@@ -54,6 +57,63 @@ inline std::exception_ptr redis_server_error(std::string_view what, const std::s
 
 [[noreturn]] inline void throw_redis_server_error(std::string_view what, const std::string& reply) {
   std::rethrow_exception(redis_server_error(what, reply));
+}
+
+// A new connection's setup steps, in the order they are sent.
+enum SetupKind { setup_auth, setup_select, setup_setname, setup_eviction };
+
+// A refused setup step. A server busy for now (LOADING, ...) is retryable; anything else is
+// configuration the caller must fix, and the connection must not carry commands without it (a
+// failed SELECT would leave them on database 0). The password is never part of the message.
+inline std::exception_ptr setup_failure(int step, const std::string& reply, const RedisUrl& url) {
+  const char* what = step == setup_auth      ? "AUTH"
+                     : step == setup_select  ? "SELECT"
+                     : step == setup_setname ? "CLIENT SETNAME"
+                                             : "INFO memory";
+  if (redis_busy_for_now(redis_error_code(reply)))
+    return redis_server_error(fmt::format("{} (connection setup)", what), reply);
+  std::string fix;
+  switch (step) {
+    case setup_auth:
+      fix = "check the user name and password in the URL (and that the server has them)";
+      break;
+    case setup_select:
+      fix = fmt::format(
+          "the server has no database {} (its 'databases' setting), or the user may not select "
+          "it: name an existing database in the URL",
+          url.db);
+      break;
+    case setup_setname:
+      fix =
+          "the client name (RedisOptions::client_name) was refused: choose another, or allow "
+          "CLIENT SETNAME to the user";
+      break;
+    default:
+      fix =
+          "allow INFO to the user (the backend reads maxmemory_policy from it), or skip the "
+          "eviction check with RedisOptions::allow_eviction_unsafe(true), at your own risk";
+  }
+  return std::make_exception_ptr(ConfigurationError(fmt::format(
+      "redis: {} failed while setting up the connection: {}; fix: {}", what, reply, fix)));
+}
+
+// The eviction check's verdict on an `INFO memory` reply: null when the policy is noeviction.
+inline std::exception_ptr eviction_verdict(const std::string& info, const RedisUrl& url) {
+  const std::string field = "maxmemory_policy:";
+  std::string policy;
+  if (auto at = info.find(field); at != std::string::npos) {
+    const auto begin = at + field.size();
+    policy = info.substr(begin, info.find_first_of("\r\n", begin) - begin);
+  }
+  if (policy == "noeviction") return nullptr;
+  const std::string where =
+      url.unix_path.empty() ? fmt::format("{}:{}", url.host, url.port) : url.unix_path;
+  return std::make_exception_ptr(ConfigurationError(fmt::format(
+      "redis server {} has maxmemory-policy '{}': a server that may evict keys can drop a fence "
+      "counter, a resource's version or an idempotency record, which re-issues tokens and "
+      "repeats versions. Fix: CONFIG SET maxmemory-policy noeviction (and set it in redis.conf); "
+      "RedisOptions::allow_eviction_unsafe(true) skips this check, at the cost of that safety",
+      where, policy.empty() ? "unknown" : policy)));
 }
 
 }  // namespace statepact::detail
