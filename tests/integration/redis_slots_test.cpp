@@ -17,44 +17,12 @@
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
 #include "redis_admin.hpp"
+#include "slot.hpp"  // src/redis
 
 namespace sp = statepact;
 using namespace std::chrono_literals;
 
-namespace {
-
-// CRC16-CCITT (XMODEM), the checksum Redis Cluster takes of a key's hash tag.
-std::uint16_t crc16(std::string_view s) {
-  std::uint16_t crc = 0;
-  for (unsigned char c : s) {
-    crc ^= static_cast<std::uint16_t>(c << 8);
-    for (int i = 0; i < 8; ++i)
-      crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
-                           : static_cast<std::uint16_t>(crc << 1);
-  }
-  return crc;
-}
-
-// Redis Cluster's rule: the part between the first '{' and the next '}', if not empty, else the
-// whole key.
-int hash_slot(std::string_view key) {
-  const auto open = key.find('{');
-  if (open != std::string_view::npos) {
-    const auto close = key.find('}', open + 1);
-    if (close != std::string_view::npos && close > open + 1)
-      key = key.substr(open + 1, close - open - 1);
-  }
-  return crc16(key) % 16384;
-}
-
-}  // namespace
-
-TEST_CASE("the cluster slot checksum is Redis's", "[redis][integration]") {
-  CHECK(crc16("123456789") == 0x31C3);  // the check value of CRC16-XMODEM
-  CHECK(hash_slot("{user1000}.following") == hash_slot("{user1000}.followers"));
-  CHECK(hash_slot("foo{}{bar}") == crc16("foo{}{bar}") % 16384);  // an empty tag: the whole key
-  CHECK(hash_slot("foo{{bar}}zap") == crc16("{bar") % 16384);     // up to the first '}'
-}
+using statepact::detail::key_slot;
 
 TEST_CASE("a single-resource workload keeps all its keys in one cluster slot",
           "[redis][integration]") {
@@ -87,7 +55,7 @@ TEST_CASE("a single-resource workload keeps all its keys in one cluster slot",
     std::set<int> slots;
     std::set<std::string> kinds;
     for (const auto& k : keys) {
-      slots.insert(hash_slot(k));
+      slots.insert(key_slot(k));
       kinds.insert(k.substr(prefix.size() + 1, k.find(':', prefix.size() + 1) - prefix.size() - 1));
     }
     INFO("keys: " << keys.size());

@@ -1,0 +1,178 @@
+// Redis Cluster routing without a cluster: slots, redirections and the slot map, against values a
+// cluster-mode redis-server 7 gave for the same keys (CLUSTER KEYSLOT) and replies of its shape.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include <statepact/errors.hpp>
+
+#include "../support/redis_replies.hpp"
+#include "cluster_map.hpp"  // src/redis
+#include "key_layout.hpp"
+#include "redirect.hpp"
+#include "slot.hpp"
+
+namespace sp = statepact;
+using sp::detail::ClusterMap;
+using sp::detail::ClusterNode;
+using sp::detail::key_slot;
+using sp::detail::Redirect;
+using namespace sp::test;
+
+namespace {
+
+// A CLUSTER SLOTS node entry as Redis 7 sends it: host, port, id, and metadata.
+Reply slots_node(std::string host, long long port, std::string id) {
+  return arr({str(std::move(host)), num(port), str(std::move(id)), arr({})});
+}
+
+Reply three_masters() {
+  return arr({
+      arr({num(0), num(5460), slots_node("127.0.0.1", 7001, "a"),
+           slots_node("127.0.0.1", 7004, "d")}),
+      arr({num(5461), num(10922), slots_node("127.0.0.1", 7002, "b"),
+           slots_node("127.0.0.1", 7005, "e")}),
+      arr({num(10923), num(16383), slots_node("127.0.0.1", 7003, "c"),
+           slots_node("127.0.0.1", 7006, "f")}),
+  });
+}
+
+}  // namespace
+
+TEST_CASE("cluster slots are the server's", "[unit][cluster]") {
+  CHECK(sp::detail::crc16("123456789") == 0x31C3);  // CRC16-XMODEM's check value
+  // Each value is what CLUSTER KEYSLOT answered on redis-server 7 for the same key.
+  CHECK(key_slot("123456789") == 12739);
+  CHECK(key_slot("foo") == 12182);
+  CHECK(key_slot("bar") == 5061);
+  CHECK(key_slot("") == 0);
+  CHECK(key_slot("{user1000}.following") == 3443);
+  CHECK(key_slot("{user1000}.followers") == 3443);
+  CHECK(key_slot("foo{}{bar}") == 8363);     // an empty tag: the whole key
+  CHECK(key_slot("foo{{bar}}zap") == 4015);  // the tag ends at the first '}': "{bar"
+  CHECK(key_slot("foo{bar}{zap}") == 5061);  // only the first tag counts: "bar"
+  CHECK(key_slot("a{") == 14311);            // no closing brace: the whole key
+  CHECK(key_slot("}b{c}") == 7365);          // a '}' before the first '{' does not count
+  CHECK(key_slot("P:lease:{6a6f622d3432}") == 15177);
+}
+
+TEST_CASE("every key of a resource lives in one slot", "[unit][cluster]") {
+  const sp::detail::KeyLayout keys("P");
+  for (const std::string& r : {std::string("job-42"), std::string("orders {eu}:1"),
+                               std::string("x"), std::string("}{"), std::string("a\0b", 3)}) {
+    const int slot = key_slot(keys.lease(r));
+    CHECK(key_slot(keys.fence(r)) == slot);
+    CHECK(key_slot(keys.version(r)) == slot);
+    CHECK(key_slot(keys.state(r)) == slot);
+    CHECK(key_slot(keys.policy(r)) == slot);
+    CHECK(key_slot(keys.lock(r, "k")) == slot);
+    CHECK(key_slot(keys.idempotency(r, "key {x}")) == slot);
+    CHECK(key_slot(keys.no_idempotency(r)) == slot);
+  }
+}
+
+TEST_CASE("redirections are read from error replies", "[unit][cluster]") {
+  auto moved = sp::detail::parse_redirect("MOVED 3999 127.0.0.1:6381");
+  REQUIRE(moved);
+  CHECK(moved->kind == Redirect::Kind::moved);
+  CHECK(moved->slot == 3999);
+  CHECK(moved->host == "127.0.0.1");
+  CHECK(moved->port == 6381);
+
+  auto ask =
+      sp::detail::parse_redirect("ASK 16383 ::1:7002");  // IPv6: the port is after the last ':'
+  REQUIRE(ask);
+  CHECK(ask->kind == Redirect::Kind::ask);
+  CHECK(ask->slot == 16383);
+  CHECK(ask->host == "::1");
+  CHECK(ask->port == 7002);
+
+  auto unknown_host = sp::detail::parse_redirect("MOVED 0 :7003");
+  REQUIRE(unknown_host);
+  CHECK(unknown_host->host.empty());  // the caller uses the node that answered
+
+  for (const char* not_one :
+       {"ERR unknown command", "MOVED", "MOVED 3999", "MOVED x 1.2.3.4:1", "MOVED 16384 1.2.3.4:1",
+        "MOVED -1 1.2.3.4:1", "ASK 1 1.2.3.4", "ASK 1 1.2.3.4:0", "ASK 1 1.2.3.4:65536",
+        "ASK 1 1.2.3.4:7x", "TRYAGAIN Multiple keys request during rehashing of slot",
+        "moved 1 1.2.3.4:1"})
+    CHECK_FALSE(sp::detail::parse_redirect(not_one));
+}
+
+TEST_CASE("the slot map is read from CLUSTER SLOTS", "[unit][cluster]") {
+  auto map = ClusterMap::from_slots_reply(three_masters(), "127.0.0.1");
+  CHECK(map.unserved_slots() == 0);
+  REQUIRE(map.masters().size() == 3);
+  CHECK(map.masters()[1].port == 7002);
+  CHECK(map.masters()[1].id == "b");
+  CHECK(map.master_of(0)->port == 7001);
+  CHECK(map.master_of(5460)->port == 7001);
+  CHECK(map.master_of(5461)->port == 7002);
+  CHECK(map.master_of(16383)->port == 7003);
+  CHECK(map.master_of(key_slot("foo"))->port == 7003);
+  CHECK(map.master_of(16384) == nullptr);
+  CHECK(map.master_of(-1) == nullptr);
+  REQUIRE(map.replicas_of(100).size() == 1);
+  CHECK(map.replicas_of(100)[0].port == 7004);
+
+  SECTION("a MOVED redirection moves one slot") {
+    CHECK(map.move(100, ClusterNode{"127.0.0.1", 7002, ""}));
+    CHECK(map.master_of(100)->port == 7002);
+    CHECK(map.master_of(101)->port == 7001);
+    CHECK_FALSE(map.move(100, ClusterNode{"127.0.0.1", 7002, ""}));  // already so: refresh instead
+    SECTION("to a node the map did not know (a new master after a failover)") {
+      CHECK(map.move(101, ClusterNode{"127.0.0.1", 7004, ""}));
+      CHECK(map.master_of(101)->port == 7004);
+      CHECK(map.masters().size() == 4);
+    }
+  }
+}
+
+TEST_CASE("a partial or odd CLUSTER SLOTS reply", "[unit][cluster]") {
+  SECTION("slots nobody serves") {
+    auto map = ClusterMap::from_slots_reply(
+        arr({arr({num(0), num(99), slots_node("10.0.0.1", 7001, "a")})}), "10.0.0.9");
+    CHECK(map.unserved_slots() == 16384 - 100);
+    CHECK(map.master_of(100) == nullptr);
+    CHECK(map.replicas_of(100).empty());
+  }
+  SECTION("an empty host is the node that answered") {
+    auto map = ClusterMap::from_slots_reply(
+        arr({arr({num(0), num(16383), slots_node("", 7001, "a")})}), "10.0.0.9");
+    CHECK(map.master_of(5)->host == "10.0.0.9");
+  }
+  SECTION("a Redis 6 node: no metadata") {
+    auto map = ClusterMap::from_slots_reply(
+        arr({arr({num(0), num(16383), arr({str("10.0.0.1"), num(7001)})})}), "x");
+    CHECK(map.master_of(5)->id.empty());
+    CHECK(map.master_of(5)->port == 7001);
+  }
+}
+
+TEST_CASE("a malformed CLUSTER SLOTS reply is refused, naming the entry", "[unit][cluster]") {
+  auto refused = [](const Reply& reply) {
+    try {
+      (void)ClusterMap::from_slots_reply(reply, "127.0.0.1");
+    } catch (const sp::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refused(str("OK")), Catch::Contains("not an array"));
+  CHECK_THAT(refused(arr({arr({num(0), num(5)})})), Catch::Contains("entry 0"));
+  CHECK_THAT(refused(arr({arr({num(0), num(16384), slots_node("h", 1, "a")})})),
+             Catch::Contains("out of bounds"));
+  CHECK_THAT(refused(arr({arr({num(9), num(5), slots_node("h", 1, "a")})})),
+             Catch::Contains("out of bounds"));
+  CHECK_THAT(refused(arr({arr({str("0"), num(5), slots_node("h", 1, "a")})})),
+             Catch::Contains("not an integer"));
+  CHECK_THAT(refused(arr({arr({num(0), num(5), slots_node("h", 0, "a")})})),
+             Catch::Contains("port is out of range"));
+  CHECK_THAT(refused(arr({arr({num(0), num(5), slots_node("?", 7001, "a")})})),
+             Catch::Contains("unknown ('?')"));
+  CHECK_THAT(refused(arr({arr({num(0), num(5), arr({num(1), num(2)})})})),
+             Catch::Contains("host is not a string"));
+  CHECK_THAT(refused(arr({arr({num(0), num(9), slots_node("h", 1, "a")}),
+                          arr({num(5), num(20), slots_node("h", 2, "b")})})),
+             Catch::Contains("entry 1: a slot is claimed by two masters"));
+}
