@@ -1,5 +1,6 @@
-// The backend concept: what storage must offer for leases, fencing and sessions. Each operation is
-// one round trip to storage. docs/backend-concept.md states the contract of each in words.
+/// @file
+/// The backend concept: what storage must offer for leases, fencing and sessions. Each operation is
+/// one round trip to storage. docs/backend-concept.md states the contract of each in words.
 #pragma once
 
 #include <concepts>

@@ -1,4 +1,5 @@
-// What a session hands its backend at commit: everything storage must check and apply atomically.
+/// @file
+/// What a session hands its backend at commit: everything storage must check and apply atomically.
 #pragma once
 
 #include <optional>

@@ -1,6 +1,7 @@
-// The lease entry point: take, renew and release leases, ask for the fence, and hold a lease for
-// the length of a job (acquire, optionally waiting; renew in the background; release on every
-// exit path; never lose ownership silently).
+/// @file
+/// The lease entry point: take, renew and release leases, ask for the fence, and hold a lease for
+/// the length of a job (acquire, optionally waiting; renew in the background; release on every
+/// exit path; never lose ownership silently).
 #pragma once
 
 #include <chrono>

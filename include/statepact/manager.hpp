@@ -1,5 +1,6 @@
-// The entry point for transactions: leases that register their resource, sessions, and run(),
-// which re-runs a whole transaction on retryable errors and resolves an unknown commit outcome.
+/// @file
+/// The entry point for transactions: leases that register their resource, sessions, and run(),
+/// which re-runs a whole transaction on retryable errors and resolves an unknown commit outcome.
 #pragma once
 
 #include <exception>

@@ -1,6 +1,7 @@
-// Hooks for metrics and tracing: what the library did, with how long it took. A Manager or
-// LeaseManager given an Observer reports every lease operation, commit, retry and pessimistic lock
-// wait to it; without one (the default) the only cost is a null-pointer check: no clock is read.
+/// @file
+/// Hooks for metrics and tracing: what the library did, with how long it took. A Manager or
+/// LeaseManager given an Observer reports every lease operation, commit, retry and pessimistic lock
+/// wait to it; without one (the default) the only cost is a null-pointer check: no clock is read.
 #pragma once
 
 #include <chrono>

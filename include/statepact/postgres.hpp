@@ -1,4 +1,5 @@
-// The PostgreSQL backend (target statepact::postgres). Includes no libpqxx or libpq header.
+/// @file
+/// The PostgreSQL backend (target statepact::postgres). Includes no libpqxx or libpq header.
 #pragma once
 
 #include <statepact/backends/postgres.hpp>

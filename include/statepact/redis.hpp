@@ -1,4 +1,5 @@
-// The Redis backend (target statepact::redis). Needs hiredis at build time of the library only.
+/// @file
+/// The Redis backend (target statepact::redis). Needs hiredis at build time of the library only.
 #pragma once
 
 #include <statepact/backends/redis.hpp>

@@ -1,4 +1,5 @@
-// How Manager::run re-runs a transaction after a retryable error.
+/// @file
+/// How Manager::run re-runs a transaction after a retryable error.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,7 @@
-// A transaction over one or more resources. Reads go to storage (or to the session's snapshot);
-// writes are buffered and applied by commit(), atomically across resources, with the fence and the
-// isolation mode's validation checked by storage in the same step.
+/// @file
+/// A transaction over one or more resources. Reads go to storage (or to the session's snapshot);
+/// writes are buffered and applied by commit(), atomically across resources, with the fence and the
+/// isolation mode's validation checked by storage in the same step.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
-// What a session is for: who, which resources, which isolation, which fence. A non-aggregate with
-// chainable setters, because g++ 12 mishandles braced lists and aggregate temporaries in co_await.
+/// @file
+/// What a session is for: who, which resources, which isolation, which fence. A non-aggregate with
+/// chainable setters, because g++ 12 mishandles braced lists and aggregate temporaries in co_await.
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,7 @@
-// The whole core: leases and fencing, sessions, retries, and the in-process memory backend.
-// Header-only; never pulls in libpqxx or hiredis (those are <statepact/postgres.hpp>,
-// <statepact/redis.hpp>).
+/// @file
+/// The whole core: leases and fencing, sessions, retries, and the in-process memory backend.
+/// Header-only; never pulls in libpqxx or hiredis (those are <statepact/postgres.hpp>,
+/// <statepact/redis.hpp>).
 #pragma once
 
 #include <statepact/backend.hpp>

@@ -1,4 +1,5 @@
-// Core vocabulary types shared by every backend.
+/// @file
+/// Core vocabulary types shared by every backend.
 #pragma once
 
 #include <chrono>
