@@ -1,0 +1,20 @@
+# Doxygen documents a free function only in a file that is itself documented, so a public header
+# without `@file` would let an undocumented free function through the reference test. This fails on
+# any such header. Usage: cmake -DINCLUDE_DIR=<include/statepact> -P reference_headers.cmake
+file(GLOB_RECURSE headers RELATIVE ${INCLUDE_DIR} ${INCLUDE_DIR}/*.hpp)
+set(missing "")
+foreach(h IN LISTS headers)
+  if(h MATCHES "^detail/")
+    continue()
+  endif()
+  file(STRINGS ${INCLUDE_DIR}/${h} tag REGEX "^/// @file" LIMIT_COUNT 1)
+  if(NOT tag)
+    list(APPEND missing ${h})
+  endif()
+endforeach()
+if(missing)
+  list(JOIN missing ", " names)
+  message(FATAL_ERROR "public headers without a '/// @file' comment: ${names}")
+endif()
+list(LENGTH headers n)
+message(STATUS "${n} headers checked")
