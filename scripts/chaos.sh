@@ -43,9 +43,13 @@ if ! [[ "$duration" =~ ^[0-9]+$ ]] || [ "$duration" -lt 5 ] || [ "$duration" -gt
 fi
 if [ "$target" = all ]; then
   status=0
-  bash "$0" memory "$duration" || status=1
-  bash "$0" postgres "$duration" || status=1
-  bash "$0" redis "$duration" || status=1
+  for b in memory postgres redis; do
+    rc=0
+    bash "$0" "$b" "$duration" || rc=$?
+    # An interrupted backend stops the whole run (the child exits 130 on Ctrl-C).
+    [ $rc -ne 130 ] || exit 130
+    [ $rc -eq 0 ] || status=1
+  done
   exit $status
 fi
 backend=$target
@@ -113,6 +117,8 @@ history="$run_root/history-$backend-$(date +%Y%m%d-%H%M%S)-seed$seed"
 mkdir -p "$history"
 nemesis_file="$history/nemesis.jsonl"
 
+harness_failures=0 # clients that crashed, final reads that failed
+
 # Prints the checker's table; keeps the histories of a failed run. Exits with the checker's status.
 check_and_exit() {
   echo "==> checking $(find "$history" -name '*.jsonl' | wc -l) history files ($(cat "$history"/*.jsonl |
@@ -121,6 +127,10 @@ check_and_exit() {
   "$check_bin" "$history"/*.jsonl
   status=$?
   set -e
+  if [ "$harness_failures" -ne 0 ]; then
+    echo "==> $backend: $harness_failures client exits or final reads failed" >&2
+    [ $status -ne 0 ] || status=1
+  fi
   if [ $status -eq 0 ] && [ "${STATEPACT_CHAOS_KEEP:-0}" != 1 ]; then
     rm -rf "$history"
     echo "==> $backend: no anomaly"
@@ -403,13 +413,26 @@ done
 
 # Clients stop by themselves at the end; one stuck past a grace period is killed (its last
 # operation then stays open, an unknown outcome, which the checker allows).
+# A client that ended by itself with a non-zero status crashed or met an error it does not record
+# (an exception from outside the library, a bad argument): the run fails, whatever the histories
+# say. A nemesis's own kills are not counted: those clients left client_pid when they were killed.
 grace_end=$(($(now_s) + 20))
 for id in "${!client_pid[@]}"; do
   pid=${client_pid[$id]}
   while kill -0 "$pid" 2>/dev/null && [ "$(now_s)" -lt "$grace_end" ]; do sleep 0.1; done
-  kill -CONT "$pid" 2>/dev/null || true
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  else
+    client_status=0
+    wait "$pid" 2>/dev/null || client_status=$?
+    if [ "$client_status" -ne 0 ]; then
+      echo "==> $backend: client $id (${client_workload[$id]}) exited with status $client_status" \
+        "(see $history/clients.log)" >&2
+      harness_failures=$((harness_failures + 1))
+    fi
+  fi
   unset "client_pid[$id]"
 done
 
@@ -419,7 +442,11 @@ final_id=900000
 for w in "${workloads[@]}"; do
   timeout 120 "$client_bin" --backend "$backend" --url "$url" --workload "$w" --client $final_id \
     --seed "$seed" --resources "$(resources_of "$w")" --keys "$(keys_of "$w")" \
-    --history "$history/final-$w.jsonl" --final 2>>"$history/clients.log" || true
+    --history "$history/final-$w.jsonl" --final 2>>"$history/clients.log" || {
+    # Without the final state the checker cannot look for lost or repeated writes.
+    echo "==> $backend: the final read of $w failed (see $history/clients.log)" >&2
+    harness_failures=$((harness_failures + 1))
+  }
   final_id=$((final_id + 1))
 done
 
