@@ -11,6 +11,8 @@
 #   STATEPACT_CHAOS_CLIENTS       client processes per workload (default 3)
 #   STATEPACT_CHAOS_REDIS_FSYNC   appendfsync of the Redis server: always (safe, default), everysec,
 #                                 no; or none: no AOF at all (unsafe, to see the checker catch it)
+#   STATEPACT_CHAOS_PG_FSYNC      fsync of the PostgreSQL server: on (the documented setting,
+#                                 default) or off
 #   STATEPACT_CHAOS_REDIS_PORT    default 56479;  STATEPACT_CHAOS_PG_PORT  default 55532
 #                                 (the two relays listen on the next two ports)
 #   STATEPACT_CHAOS_NEMESES       the faults to inject, comma-separated (default: all of
@@ -56,6 +58,14 @@ backend=$target
 
 seed=${STATEPACT_CHAOS_SEED:-$(date +%s)}
 clients_per_workload=${STATEPACT_CHAOS_CLIENTS:-3}
+pg_fsync=${STATEPACT_CHAOS_PG_FSYNC:-on}
+case "$pg_fsync" in
+  on | off) ;;
+  *)
+    echo "chaos.sh: STATEPACT_CHAOS_PG_FSYNC must be on or off, not '$pg_fsync'" >&2
+    exit 2
+    ;;
+esac
 fsync=${STATEPACT_CHAOS_REDIS_FSYNC:-always}
 # "none" turns persistence off altogether: an unsafe setting the checker must catch.
 case "$fsync" in
@@ -159,7 +169,7 @@ server_offset=0
 echo "+0" >"$server_clock"
 server_env=()
 [ "$backend" = postgres ] && server_env=(LD_PRELOAD="$libfaketime" FAKETIME_TIMESTAMP_FILE="$server_clock"
-  FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
+  FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1 STATEPACT_PG_FSYNC="$pg_fsync")
 
 # A redis-server that always gets the chosen appendfsync, also when redis_start restarts it.
 mkdir -p "$STATEPACT_RUN_DIR/bin"
@@ -206,11 +216,11 @@ if [ "$backend" = redis ]; then
 else
   url=$STATEPACT_TEST_POSTGRES_URL
 fi
-case "$url" in *127.0.0.1* | *localhost*) ;; *)
-  echo "chaos.sh: refusing a non-loopback server URL" >&2
+# Loopback only, judged by the URL's host (not by text anywhere in it, such as a password).
+if ! [[ "$url" =~ ^[a-z]+://([^@/]*@)?(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[::1\])(:[0-9]+)?(/|\?|$) ]]; then
+  echo "chaos.sh: refusing a server URL whose host is not a loopback address" >&2
   exit 2
-  ;;
-esac
+fi
 
 # Two relays, each carrying half of the clients, so a network fault can cut off some clients while
 # the others go on (and take over their leases).

@@ -49,7 +49,7 @@ postgres_start() {
     fi
     echo "$STATEPACT_PG_PORT" >"$dir/port"
     _postgres_as "$STATEPACT_PG_BIN/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 30 \
-      -o "-p $STATEPACT_PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" \
+      -o "-p $STATEPACT_PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=${STATEPACT_PG_FSYNC:-off}" \
       start >/dev/null || {
       tail -n 30 "$dir/server.log" >&2
       return 1

@@ -306,6 +306,34 @@ inline void check(const History& h, std::vector<Anomaly>& out) {
         known = list;
     }
   }
+  // Nothing acknowledged is lost: an append whose transaction completed before the last read of
+  // its key was invoked is in that read (the harness's final reads come after every client
+  // stopped, so they must see every acknowledged append).
+  std::map<std::string, std::pair<const Operation*, std::set<std::string>>> last_read;
+  for (const auto& t : txns) {
+    if (t.op->result != Result::ok) continue;
+    for (auto& [f, key, value] : t.mops) {
+      if (f != "r" || value.is_null()) continue;
+      auto& [op, seen] = last_read[key];
+      if (op && op->invoked_ns >= t.op->invoked_ns) continue;
+      op = t.op;
+      seen.clear();
+      for (const json& v : value) seen.insert(v.dump());
+    }
+  }
+  for (const auto& t : txns) {
+    if (t.op->result != Result::ok) continue;
+    for (auto& [f, key, value] : t.mops) {
+      if (f != "append") continue;
+      auto r = last_read.find(key);
+      if (r == last_read.end() || t.op->completed_ns >= r->second.first->invoked_ns) continue;
+      if (!r->second.second.count(value.dump()))
+        out.push_back({"lost-write", fmt::format("key {}: {} was acknowledged, yet the later {} "
+                                                 "does not hold its append of {}",
+                                                 key, describe(*t.op), describe(*r->second.first),
+                                                 value.dump())});
+    }
+  }
   const int n = static_cast<int>(txns.size());
   std::map<std::pair<int, int>, int> deps;  // (from, to) -> Dep bits
   auto edge = [&](int from, int to, Dep d) {

@@ -69,6 +69,8 @@
 #include <statepact/redis.hpp>
 #endif
 
+#include "loopback.hpp"
+
 namespace sp = statepact;
 using json = nlohmann::json;
 using std::chrono::milliseconds;
@@ -145,9 +147,8 @@ Args parse(int argc, char** argv) {
   if (a.backend != "postgres" && a.backend != "redis") bad("--backend must be postgres or redis");
   if (a.url.empty()) bad("--url is required");
   // Loopback only: the harness kills and pauses things, so it must never reach a shared server.
-  if (a.url.find("127.0.0.1") == std::string::npos &&
-      a.url.find("localhost") == std::string::npos && a.url.find("[::1]") == std::string::npos)
-    bad("--url must name a loopback address (127.0.0.1, localhost or [::1])");
+  if (!statepact::chaos::loopback_url(a.url))
+    bad("--url's host must be a loopback address (127.x.x.x, localhost or [::1])");
   if (a.workload != "fenced-log" && a.workload != "bank" && a.workload != "list-append" &&
       a.workload != "increments")
     bad("--workload must be fenced-log, bank, list-append or increments");

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../chaos/checker.hpp"
+#include "../chaos/loopback.hpp"
 
 namespace chaos = statepact::chaos;
 using chaos::json;
@@ -262,6 +263,41 @@ TEST_CASE("checker: reads no single order explains", "[unit][chaos][elle]") {
   CHECK(kinds(h.anomalies()).count("incompatible-order") == 1);
 }
 
+TEST_CASE("checker: an acknowledged list append missing from a later read is lost",
+          "[unit][chaos][elle]") {
+  Recorder h;
+  txn(h, 1, {app("x", 1)}, "ok", 0);
+  txn(h, 2, {app("x", 2)}, "ok", 2);       // acknowledged at 3
+  txn(h, 3, {app("x", 3)}, "unknown", 4);  // unknown: may be missing
+  txn(h, 4, {rd("x", {1})}, "ok", 2);      // invoked before 2's append completed: may miss it
+  txn(h, 9, {rd("x", {1})}, "ok", 10);     // the final read
+  CHECK(kinds(h.anomalies()) == std::multiset<std::string>{"lost-write"});
+
+  Recorder clean;
+  txn(clean, 1, {app("x", 1)}, "ok", 0);
+  txn(clean, 2, {app("x", 2)}, "ok", 2);
+  txn(clean, 9, {rd("x", {1, 2})}, "ok", 10);
+  CHECK(clean.anomalies().empty());
+}
+
+TEST_CASE("checker: writes that nobody made", "[unit][chaos]") {
+  Recorder log;  // client 2 never appended, yet an entry of its is in the list
+  log.op(1, "acquire", acquire("a"), "ok", token(1), 0)
+      .op(1, "append", append(1, 1), "ok", {}, 2)
+      .op(9, "read", read_args, "ok", entries({{1, 1, 1}, {2, 1, 7}}), 10);
+  CHECK(kinds(log.anomalies()) == std::multiset<std::string>{"unknown-write"});
+
+  Recorder inc;  // an increment applied that no client invoked
+  inc.op(1, "increment", json{{"id", "i1"}}, "ok", {}, 0)
+      .op(9, "counter", json::object(), "ok", {{"counter", 2}, {"applied", {"i1", "ghost"}}}, 10);
+  CHECK(kinds(inc.anomalies()) == std::multiset<std::string>{"unknown-write"});
+
+  Recorder list;  // a value read that no transaction appended
+  txn(list, 1, {app("x", 1)}, "ok", 0);
+  txn(list, 9, {rd("x", {1, 5})}, "ok", 10);
+  CHECK(kinds(list.anomalies()) == std::multiset<std::string>{"unknown-write"});
+}
+
 TEST_CASE("checker: malformed or truncated histories are refused, naming the line",
           "[unit][chaos]") {
   auto refusal = [](const std::string& text) -> std::string {
@@ -311,4 +347,15 @@ TEST_CASE("checker: faults are paired with their ends", "[unit][chaos]") {
   CHECK(history.faults[0].kind == "pause-client");
   CHECK(history.faults[0].end_ns == 5);
   CHECK(!history.faults[1].end_ns);
+}
+
+TEST_CASE("the harness reaches loopback servers only", "[unit][chaos]") {
+  for (const char* ok : {"redis://127.0.0.1:56479/0", "redis://:pw@localhost", "redis://[::1]:5/0",
+                         "postgresql://postgres@127.0.0.1:55532/statepact_test",
+                         "postgres://u:p@127.1.2.3/db?sslmode=disable"})
+    CHECK(chaos::loopback_url(ok));
+  for (const char* no : {"redis://db.example:6379/0", "redis://u:127.0.0.1@db.example:1/0",
+                         "postgresql://db.example/127.0.0.1", "redis://127.0.0.1.example:5",
+                         "redis://127.0.0:5", "redis://[::2]:5", "127.0.0.1:6379", "redis://"})
+    CHECK_FALSE(chaos::loopback_url(no));
 }
