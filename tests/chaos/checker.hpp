@@ -286,13 +286,19 @@ inline void check(const History& h, std::vector<Anomaly>& out) {
       if (f == "append") last_of_writer[{key, value.dump()}] = final_append[key] == value.dump();
   }
   // The version order of each key: its longest read; every other read must be a prefix of it.
+  // And the last read of each key (by invocation), for lost appends below.
   std::map<std::string, std::vector<std::string>> order;
+  std::map<std::string, std::pair<const Operation*, std::set<std::string>>> last_read;
   for (const auto& t : txns) {
     if (t.op->result != Result::ok) continue;
     for (auto& [f, key, value] : t.mops) {
       if (f != "r" || value.is_null()) continue;
       std::vector<std::string> list;
       for (const json& v : value) list.push_back(v.dump());
+      if (auto& [op, seen] = last_read[key]; !op || op->invoked_ns < t.op->invoked_ns) {
+        op = t.op;
+        seen = std::set<std::string>(list.begin(), list.end());
+      }
       auto& known = order[key];
       const bool known_longer = known.size() >= list.size();
       const auto& shorter = known_longer ? list : known;
@@ -309,18 +315,6 @@ inline void check(const History& h, std::vector<Anomaly>& out) {
   // Nothing acknowledged is lost: an append whose transaction completed before the last read of
   // its key was invoked is in that read (the harness's final reads come after every client
   // stopped, so they must see every acknowledged append).
-  std::map<std::string, std::pair<const Operation*, std::set<std::string>>> last_read;
-  for (const auto& t : txns) {
-    if (t.op->result != Result::ok) continue;
-    for (auto& [f, key, value] : t.mops) {
-      if (f != "r" || value.is_null()) continue;
-      auto& [op, seen] = last_read[key];
-      if (op && op->invoked_ns >= t.op->invoked_ns) continue;
-      op = t.op;
-      seen.clear();
-      for (const json& v : value) seen.insert(v.dump());
-    }
-  }
   for (const auto& t : txns) {
     if (t.op->result != Result::ok) continue;
     for (auto& [f, key, value] : t.mops) {
