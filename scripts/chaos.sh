@@ -22,6 +22,9 @@
 #                                 inside redis-server, whose jemalloc reads the clock first)
 #   STATEPACT_CHAOS_KEEP=1        keep the histories of a clean run too
 #   STATEPACT_CHAOS_BUILD_DIR     a configured build tree to build the programs in (default build/chaos)
+#   STATEPACT_CHAOS_CLIENT_WRAPPER  a command the workload clients run under, split at spaces, such
+#                                 as "valgrind -q" (the test command runs one that crashes a client,
+#                                 to check that a crash fails the run)
 #
 # Everything runs on loopback, in build/chaos-run; servers and clients it started are stopped on
 # exit, also on Ctrl-C. Run as root (PostgreSQL is started through runuser).
@@ -128,15 +131,16 @@ mkdir -p "$history"
 nemesis_file="$history/nemesis.jsonl"
 
 harness_failures=0 # clients that crashed, final reads that failed
+read -r -a client_wrapper <<<"${STATEPACT_CHAOS_CLIENT_WRAPPER:-}"
 
-# Prints the checker's table; keeps the histories of a failed run. Exits with the checker's status.
+# Prints the checker's table; keeps the histories of a failed run. Exits non-zero when the checker
+# found an anomaly or a malformed history, or when a client crashed or a final read failed.
 check_and_exit() {
   echo "==> checking $(find "$history" -name '*.jsonl' | wc -l) history files ($(cat "$history"/*.jsonl |
     wc -l) lines), $(($(date +%s) - start_s))s"
-  set +e
-  "$check_bin" "$history"/*.jsonl
-  status=$?
-  set -e
+  local checker=0 status
+  "$check_bin" "$history"/*.jsonl || checker=$?
+  status=$checker
   if [ "$harness_failures" -ne 0 ]; then
     echo "==> $backend: $harness_failures client exits or final reads failed" >&2
     [ $status -ne 0 ] || status=1
@@ -144,9 +148,12 @@ check_and_exit() {
   if [ $status -eq 0 ] && [ "${STATEPACT_CHAOS_KEEP:-0}" != 1 ]; then
     rm -rf "$history"
     echo "==> $backend: no anomaly"
+    exit 0
+  fi
+  if [ $checker -eq 0 ]; then
+    echo "==> $backend: no anomaly$([ $status -eq 0 ] || echo ", but the run failed"); histories kept in $history"
   else
-    [ $status -eq 0 ] && echo "==> $backend: no anomaly; histories kept in $history" ||
-      echo "==> $backend: ANOMALIES or malformed history (status $status); histories kept in $history"
+    echo "==> $backend: ANOMALIES or malformed history (checker status $checker); histories kept in $history"
   fi
   exit $status
 }
@@ -156,8 +163,14 @@ if [ "$backend" = memory ]; then
   # nemesis pauses and kills clients and jumps the backend's clock (docs/reliability.md).
   start_s=$(date +%s)
   echo "==> memory: 4 workloads x $clients_per_workload clients for ${duration}s, seed $seed"
-  timeout $((duration + 180)) "$client_bin" memory --dir "$history" --duration "$duration" \
-    --seed "$seed" --clients "$clients_per_workload" 2>>"$history/clients.log"
+  memory_status=0
+  timeout $((duration + 180)) "${client_wrapper[@]}" "$client_bin" memory --dir "$history" \
+    --duration "$duration" --seed "$seed" --clients "$clients_per_workload" 2>>"$history/clients.log" ||
+    memory_status=$?
+  if [ $memory_status -ne 0 ]; then
+    echo "==> memory: the client process exited with status $memory_status (see $history/clients.log)" >&2
+    harness_failures=$((harness_failures + 1))
+  fi
   check_and_exit
 fi
 
@@ -216,8 +229,9 @@ if [ "$backend" = redis ]; then
 else
   url=$STATEPACT_TEST_POSTGRES_URL
 fi
-# Loopback only, judged by the URL's host (not by text anywhere in it, such as a password).
-if ! [[ "$url" =~ ^[a-z]+://([^@/]*@)?(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[::1\])(:[0-9]+)?(/|\?|$) ]]; then
+# Loopback only, judged by the URL's host (not by text anywhere in it, such as a password); the
+# client program holds the rule.
+if ! "$client_bin" loopback-url "$url"; then
   echo "chaos.sh: refusing a server URL whose host is not a loopback address" >&2
   exit 2
 fi
@@ -255,22 +269,23 @@ keys_of() {
   case $1 in bank) echo 8 ;; list-append) echo 6 ;; *) echo 1 ;; esac
 }
 
-start_client() { # workload
+start_client() { # workload [skew]
   local w=$1 id=$next_client remaining skew=()
   next_client=$((next_client + 1))
   remaining=$((end_s - $(now_s)))
   [ "$remaining" -ge 1 ] || return 0
-  # Some clients run with a wall clock far off: storage decides expiry, so it must not matter.
-  if enabled clock-skew-client && [ $((RANDOM % 4)) -eq 0 ]; then
+  # A client with a wall clock far off: storage decides expiry, so it must not matter. A quarter of
+  # the first clients start so, and the clock-skew-client nemesis replaces a client by such a one.
+  if [ "${2:-}" = skew ] || { [ "${2:-}" = maybe ] && enabled clock-skew-client && [ $((RANDOM % 4)) -eq 0 ]; }; then
     local offset="+$((1 + RANDOM % 48))h"
     [ $((RANDOM % 2)) -eq 0 ] || offset=${offset/+/-}
     skew=(env LD_PRELOAD="$libfaketime" FAKETIME="$offset" FAKETIME_DONT_FAKE_MONOTONIC=1)
     log_fault clock-skew-client start "{\"client\": $id, \"offset\": \"$offset\"}"
     log_fault clock-skew-client end
   fi
-  "${skew[@]}" "$client_bin" --backend "$backend" --url "${relay_url[$((id % 2))]}" --workload "$w" --client "$id" \
-    --duration "$remaining" --seed "$seed" --resources "$(resources_of "$w")" --keys "$(keys_of "$w")" \
-    --history "$history/client-$id.jsonl" 2>>"$history/clients.log" &
+  "${skew[@]}" "${client_wrapper[@]}" "$client_bin" --backend "$backend" --url "${relay_url[$((id % 2))]}" \
+    --workload "$w" --client "$id" --duration "$remaining" --seed "$seed" --resources "$(resources_of "$w")" \
+    --keys "$(keys_of "$w")" --history "$history/client-$id.jsonl" 2>>"$history/clients.log" &
   client_pid[$id]=$!
   client_workload[$id]=$w
 }
@@ -339,7 +354,14 @@ nemesis() {
   local kind id pid ms n r mode
   kind=${nemeses[$((RANDOM % ${#nemeses[@]}))]}
   case $kind in
-    clock-skew-client) return 0 ;; # applied when clients start
+    clock-skew-client)
+      # A client is replaced by one whose wall clock is hours off (start_client logs the fault).
+      id=$(random_client) || return 0
+      kill -KILL "${client_pid[$id]}" 2>/dev/null || true
+      wait "${client_pid[$id]}" 2>/dev/null || true
+      unset "client_pid[$id]"
+      start_client "${client_workload[$id]}" skew
+      ;;
     pause-client)
       id=$(random_client) || return 0
       pid=${client_pid[$id]}
@@ -412,7 +434,7 @@ nemesis() {
 echo "==> $backend: ${#workloads[@]} workloads x $clients_per_workload clients for ${duration}s," \
   "seed $seed$([ "$backend" = redis ] && echo ", redis $redis_extra")"
 for w in "${workloads[@]}"; do
-  for _ in $(seq 1 "$clients_per_workload"); do start_client "$w"; done
+  for _ in $(seq 1 "$clients_per_workload"); do start_client "$w" maybe; done
 done
 
 while [ "$(now_s)" -lt "$end_s" ]; do

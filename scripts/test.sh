@@ -41,7 +41,10 @@ run_config normal -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # the history checker (scripts/chaos.sh; docs/reliability.md has the long runs).
 echo "==> fault injection (short)"
 STATEPACT_CHAOS_BUILD_DIR="$STATEPACT_ROOT/build/test-normal" \
-  bash "$STATEPACT_ROOT/scripts/chaos.sh" all 45 || status=1
+  bash "$STATEPACT_ROOT/scripts/chaos.sh" all 60 || status=1
+# The harness itself: a client that crashes must fail a run whose history is clean.
+STATEPACT_CHAOS_BUILD_DIR="$STATEPACT_ROOT/build/test-normal" \
+  bash "$STATEPACT_ROOT/tests/chaos/crash_check.sh" || status=1
 run_config asan -DCMAKE_BUILD_TYPE=Debug -DSTATEPACT_BUILD_BENCH=OFF \
   "-DCMAKE_CXX_FLAGS=-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
   -DSTATEPACT_PACKAGING_TESTS=OFF -DSTATEPACT_HEADER_CHECKS=OFF -DSTATEPACT_SOURCE_CHECKS=OFF \
