@@ -10,26 +10,9 @@ namespace statepact::detail::pg {
 
 namespace {
 
-struct Migration {
-  int version;
-  const char* sql;
-};
-
 // Append only: a released version is never edited, a change is a new version.
 constexpr Migration migrations[] = {
     {1, schema_v1_sql}, {2, schema_v2_sql}, {3, schema_v3_sql}, {4, schema_v4_sql}};
-
-// A schema name as an SQL identifier. Names are validated (UTF-8, no control characters), so
-// doubling the quotes is all the escaping needed.
-std::string quote_ident(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
 
 // Distinct from the lease (one bigint key) and idempotency (1936745331) advisory locks.
 constexpr int migration_lock_class = 1936745332;
@@ -38,6 +21,23 @@ constexpr int migration_lock_class = 1936745332;
 
 int latest_version() {
   return std::end(migrations)[-1].version;
+}
+
+std::vector<Migration> migrations_after(int current) {
+  std::vector<Migration> out;
+  for (const auto& m : migrations)
+    if (m.version > current) out.push_back(m);
+  return out;
+}
+
+std::string quote_ident(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
 }
 
 void migrate(pqxx::connection& conn, const std::string& schema) {
@@ -62,8 +62,7 @@ void migrate(pqxx::connection& conn, const std::string& schema) {
             .at(0)
             .at(0)
             .as<int>();
-    for (const auto& m : migrations) {
-      if (m.version <= current) continue;
+    for (const auto& m : migrations_after(current)) {
       w.exec(m.sql);
       w.exec_params(fmt::format("INSERT INTO {}.statepact_schema_version (version) VALUES ($1)", s),
                     m.version);

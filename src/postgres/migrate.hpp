@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -12,5 +13,19 @@ void migrate(pqxx::connection& conn, const std::string& schema);
 
 // The newest version migrate() applies.
 int latest_version();
+
+// One schema version: its number and the SQL that brings the previous version to it.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// What migrate() applies to a schema recorded at version `current` (0: a new schema), in the
+// order it applies them. Split from the I/O so the choice is unit-tested without a server.
+std::vector<Migration> migrations_after(int current);
+
+// A schema name as an SQL identifier. Names are validated (UTF-8, no control characters), so
+// doubling the quotes is all the escaping needed.
+std::string quote_ident(const std::string& name);
 
 }  // namespace statepact::detail::pg
