@@ -173,6 +173,15 @@ TEMPLATE_LIST_TEST_CASE("renew extends only the live lease of its owner", "[conf
     auto awaited9 =
         co_await thrown<sp::LeaseLostError>([&] { return b.renew_lease(forged, std::nullopt); });
     CHECK(awaited9);
+
+    // A lease of a resource never leased here (kept from a store since wiped, or made up): lost as
+    // released, and nothing newer was issued.
+    sp::Lease never{fx.resource("renew-never-leased"), "worker-a", 7, longer.expires_at, 30s};
+    auto awaited10 =
+        co_await thrown<sp::LeaseLostError>([&] { return b.renew_lease(never, std::nullopt); });
+    REQUIRE(awaited10);
+    CHECK(awaited10->current_fence() == 0);
+    CHECK(std::string(awaited10->what()).find("released") != std::string::npos);
   });
 }
 
