@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <random>
 #include <string_view>
 
@@ -17,6 +18,7 @@
 
 #include "commit_codec.hpp"
 #include "lease_codec.hpp"
+#include "lock_poll.hpp"
 #include "redis_impl.hpp"
 #include "reply_reader.hpp"
 #include "server_errors.hpp"
@@ -316,13 +318,10 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   const std::string lock_key = impl->keys.lock(resource, key);
   // Tracked before the request goes out, so end_session releases it even if the reply is lost.
   impl->track_lock(session, lock_key);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  // A waiter's record outlives a few polls, so a crashed waiter stops counting soon.
-  const milliseconds wait_ttl(2000);
-  std::minstd_rand rng(static_cast<unsigned>(session * 2654435761u) ^
-                       static_cast<unsigned>(std::random_device()()));
-  milliseconds backoff(2);
-  bool waited = false;  // its record is in the wait-for graph
+  detail::LockPoll poll(
+      std::chrono::steady_clock::now() + timeout,
+      static_cast<unsigned>(session * 2654435761u) ^ static_cast<unsigned>(std::random_device()()));
+  std::optional<Entry> entry;
   std::exception_ptr failure;
   try {
     for (;;) {
@@ -330,41 +329,35 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
                                       impl->options.lock_record_ttl());
       RedisReply r = co_await impl->eval(Script::lock, std::move(call.keys), std::move(call.args));
       detail::LockAnswer answer = detail::decode_lock(r);
-      if (answer.verdict == detail::Verdict::ok && waited) {
-        std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
-        impl->fire_command(std::move(clear));
+      if (poll.on_lock(answer.verdict)) {
+        entry = detail::entry_or_raise(std::move(answer), resource, key, mode, timeout);
+        break;
       }
-      if (answer.verdict != detail::Verdict::wait)
-        co_return detail::entry_or_raise(std::move(answer), resource, key, mode, timeout);
       // Record whom we wait for and walk the graph: a second script, in the graph's own slot.
-      waited = true;
-      auto wait_call = detail::encode_wait(impl->keys, owner, answer.holders, wait_ttl);
+      auto wait_call =
+          detail::encode_wait(impl->keys, owner, answer.holders, detail::LockPoll::wait_record_ttl);
       RedisReply w =
           co_await impl->eval(Script::wait, std::move(wait_call.keys), std::move(wait_call.args));
-      if (detail::decode_wait(w) == detail::Verdict::deadlock) {
-        waited = false;  // the script removed the record
+      if (poll.on_wait(detail::decode_wait(w))) {
         answer.verdict = detail::Verdict::deadlock;
-        co_return detail::entry_or_raise(std::move(answer), resource, key, mode, timeout);
+        entry = detail::entry_or_raise(std::move(answer), resource, key, mode, timeout);
+        break;
       }
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) throw detail::lock_timed_out(timeout, mode, resource, key);
-      // Jittered so two pollers do not keep meeting at the same instant.
-      std::uniform_int_distribution<long> jitter(backoff.count() / 2, backoff.count());
-      auto delay =
-          std::min<std::chrono::steady_clock::duration>(milliseconds(jitter(rng)), deadline - now);
-      asio::steady_timer timer(co_await asio::this_coro::executor, delay);
+      const auto delay = poll.next_delay(std::chrono::steady_clock::now());
+      if (!delay) throw detail::lock_timed_out(timeout, mode, resource, key);
+      asio::steady_timer timer(co_await asio::this_coro::executor, *delay);
       co_await timer.async_wait(asio::use_awaitable);
-      backoff = std::min(backoff * 2, milliseconds(20));
     }
   } catch (...) {
     failure = std::current_exception();
   }
-  // Whatever ended the wait (timeout, cancellation), it no longer waits for anything.
-  if (waited) {
+  // Whatever ended the wait (a grant, a timeout, cancellation), it no longer waits for anything.
+  if (poll.recorded()) {
     std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
     impl->fire_command(std::move(clear));
   }
-  std::rethrow_exception(failure);
+  if (failure) std::rethrow_exception(failure);
+  co_return std::move(*entry);
 }
 
 void RedisBackend::end_session(SessionId session) noexcept {

@@ -4,6 +4,7 @@
 
 #include <asio/co_spawn.hpp>
 
+#include "script_run.hpp"
 #include "scripts.hpp"
 #include "server_errors.hpp"
 
@@ -130,33 +131,17 @@ asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, Lo
 
 asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::string> keys_,
                                             std::vector<std::string> args, LostReply lost) {
-  std::string sha = sha_of(script);
-  if (sha.empty()) {
-    std::vector<std::string> load = {"SCRIPT", "LOAD", source_of(script)};
-    RedisReply loaded = co_await conn_->call(std::move(load), LostReply::read());
-    if (loaded.is_error()) throw_redis_server_error("SCRIPT LOAD", loaded.str);
-    if (loaded.type != RedisReply::Type::string)
-      throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to SCRIPT LOAD");
-    sha = loaded.str;
-    remember_sha(script, sha);
+  ScriptRun call(sha_of(script), source_of(script), name_of(script), std::move(keys_),
+                 std::move(args));
+  for (;;) {
+    const auto cmd = call.command();
+    const LostReply this_lost = call.loading() ? LostReply::read() : lost;
+    RedisReply r = co_await conn_->call(cmd, this_lost);
+    const bool loaded = call.loading();
+    if (call.on_reply(std::move(r))) break;
+    if (loaded) remember_sha(script, call.learned_sha());
   }
-  auto cmd = std::make_shared<std::vector<std::string>>();
-  cmd->reserve(3 + keys_.size() + args.size());
-  cmd->push_back("EVALSHA");
-  cmd->push_back(std::move(sha));
-  cmd->push_back(std::to_string(keys_.size()));
-  for (auto& k : keys_) cmd->push_back(std::move(k));
-  for (auto& a : args) cmd->push_back(std::move(a));
-  RedisReply r = co_await conn_->call(cmd, lost);
-  // NOSCRIPT: nothing ran (a restart or SCRIPT FLUSH): EVAL sends the text and caches it again.
-  // The connection no longer reads `cmd` once the reply is here.
-  if (r.is_error() && r.str.rfind("NOSCRIPT", 0) == 0) {
-    (*cmd)[0] = "EVAL";
-    (*cmd)[1] = source_of(script);
-    r = co_await conn_->call(cmd, lost);
-  }
-  if (r.is_error()) throw_redis_server_error(name_of(script), r.str);
-  co_return r;
+  co_return std::move(call).result();
 }
 
 void RedisImpl::fire(Script script, std::vector<std::string> keys_,

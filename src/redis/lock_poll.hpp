@@ -1,0 +1,65 @@
+// A Redis lock wait's decisions, without I/O. Redis cannot block a script, so a lock that others
+// hold is polled: after each "wait" answer the waiter records whom it waits for (the deadlock
+// check), then sleeps a jittered, doubling backoff, until it is granted, refused, or its deadline
+// passes. Whatever ends the wait, a recorded waiter must remove its record.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include <statepact/detail/verdicts.hpp>
+
+namespace statepact::detail {
+
+class LockPoll {
+ public:
+  using clock = std::chrono::steady_clock;
+  using duration = clock::duration;
+
+  // A waiter's record outlives a few polls, so a crashed waiter stops counting soon.
+  static constexpr std::chrono::milliseconds wait_record_ttl{2000};
+  static constexpr std::chrono::milliseconds first_backoff{2}, max_backoff{20};
+
+  LockPoll(clock::time_point deadline, unsigned seed) : deadline_(deadline), rng_(seed) {}
+
+  // The lock script's verdict. True: the wait is over (granted, or refused for good); false:
+  // others hold it, so record the wait (the wait script) and poll again.
+  bool on_lock(Verdict v) {
+    if (v != Verdict::wait) return true;
+    recorded_ = true;
+    return false;
+  }
+
+  // The wait script's verdict. True: waiting would close a cycle (a deadlock); the script removed
+  // the record then.
+  bool on_wait(Verdict v) {
+    if (v != Verdict::deadlock) return false;
+    recorded_ = false;
+    return true;
+  }
+
+  // How long to sleep before the next try; nothing once the deadline has passed (a timeout).
+  std::optional<duration> next_delay(clock::time_point now) {
+    if (now >= deadline_) return std::nullopt;
+    // Jittered so two pollers do not keep meeting at the same instant.
+    std::uniform_int_distribution<long> jitter(backoff_.count() / 2, backoff_.count());
+    const duration delay =
+        std::min<duration>(std::chrono::milliseconds(jitter(rng_)), deadline_ - now);
+    backoff_ = std::min(backoff_ * 2, max_backoff);
+    return delay;
+  }
+
+  // Whether this waiter's record is in the wait-for graph and must be removed when it stops
+  // waiting (granted, timed out, cancelled, failed).
+  bool recorded() const { return recorded_; }
+
+ private:
+  clock::time_point deadline_;
+  std::minstd_rand rng_;
+  std::chrono::milliseconds backoff_ = first_backoff;
+  bool recorded_ = false;
+};
+
+}  // namespace statepact::detail
