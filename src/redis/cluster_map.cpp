@@ -7,7 +7,7 @@
 namespace statepact::detail {
 namespace {
 
-[[noreturn]] void malformed(std::size_t entry, const char* what) {
+[[noreturn]] void malformed_slots_entry(std::size_t entry, const char* what) {
   throw Error(
       ErrorCode::backend_unavailable,
       fmt::format("redis: the CLUSTER SLOTS reply cannot be read (entry {}: {})", entry, what));
@@ -15,14 +15,15 @@ namespace {
 
 ClusterNode read_node(const RedisReply& r, std::size_t entry, const std::string& answered_by) {
   if (r.type != RedisReply::Type::array || r.elements.size() < 2)
-    malformed(entry, "a node is not an array of at least host and port");
+    malformed_slots_entry(entry, "a node is not an array of at least host and port");
   const auto& host = r.elements[0];
   const auto& port = r.elements[1];
   if (host.type != RedisReply::Type::string || port.type != RedisReply::Type::integer)
-    malformed(entry, "a node's host is not a string or its port not an integer");
-  if (port.integer < 1 || port.integer > 65535) malformed(entry, "a node's port is out of range");
+    malformed_slots_entry(entry, "a node's host is not a string or its port not an integer");
+  if (port.integer < 1 || port.integer > 65535)
+    malformed_slots_entry(entry, "a node's port is out of range");
   // "?" is how a node says its address is unknown for the endpoint type asked: unroutable.
-  if (host.str == "?") malformed(entry, "a node's address is unknown ('?')");
+  if (host.str == "?") malformed_slots_entry(entry, "a node's address is unknown ('?')");
   ClusterNode node;
   node.host = host.str.empty() ? answered_by : host.str;
   node.port = static_cast<int>(port.integer);
@@ -42,13 +43,13 @@ ClusterMap ClusterMap::from_slots_reply(const RedisReply& reply,
   for (std::size_t e = 0; e < reply.elements.size(); ++e) {
     const auto& range = reply.elements[e];
     if (range.type != RedisReply::Type::array || range.elements.size() < 3)
-      malformed(e, "not an array of first slot, last slot and master");
+      malformed_slots_entry(e, "not an array of first slot, last slot and master");
     const auto& first = range.elements[0];
     const auto& last = range.elements[1];
     if (first.type != RedisReply::Type::integer || last.type != RedisReply::Type::integer)
-      malformed(e, "a slot bound is not an integer");
+      malformed_slots_entry(e, "a slot bound is not an integer");
     if (first.integer < 0 || last.integer >= cluster_slot_count || first.integer > last.integer)
-      malformed(e, "the slot range is out of bounds");
+      malformed_slots_entry(e, "the slot range is out of bounds");
     const auto master = map.index_of(read_node(range.elements[2], e, answered_by_host));
     for (std::size_t r = 3; r < range.elements.size(); ++r) {
       auto replica = read_node(range.elements[r], e, answered_by_host);
@@ -59,7 +60,7 @@ ClusterMap ClusterMap::from_slots_reply(const RedisReply& reply,
     }
     for (auto s = first.integer; s <= last.integer; ++s) {
       if (map.owner_[s] != none && map.owner_[s] != master)
-        malformed(e, "a slot is claimed by two masters");
+        malformed_slots_entry(e, "a slot is claimed by two masters");
       map.owner_[s] = static_cast<std::uint16_t>(master);
     }
   }

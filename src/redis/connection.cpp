@@ -20,6 +20,7 @@
 
 #include <statepact/errors.hpp>
 
+#include "link_state.hpp"
 #include "server_errors.hpp"
 
 namespace statepact::detail {
@@ -33,19 +34,18 @@ struct RedisConnection::Link : std::enable_shared_from_this<Link> {
   redisAsyncContext* ac = nullptr;
   asio::posix::stream_descriptor sd;
   asio::steady_timer connect_timer;
-  bool alive = true;       // hiredis still has the context
-  bool connected = false;  // the TCP/unix connect completed: anything queued may have been sent
-  bool reading = false, writing = false, read_armed = false, write_armed = false;
-  bool flush_posted = false;  // a flush of hiredis's output buffer is queued on the strand
-  bool in_write = false;      // inside redisAsyncHandleWrite: a partial write waits for the reactor
-  bool in_start = false;      // inside redisAsyncCommandArgv from start(), which writes after it
+  // Its life and setup (link_state.hpp); the decisions are there.
+  LinkState state;
+  // The event adapter's bits: what hiredis asked to watch, and what is armed or under way.
+  struct {
+    bool reading = false, writing = false, read_armed = false, write_armed = false;
+    bool flush_posted = false;  // a flush of hiredis's output buffer is queued on the strand
+    bool in_write = false;  // inside redisAsyncHandleWrite: a partial write waits for the reactor
+    bool in_start = false;  // inside redisAsyncCommandArgv from send(), which writes after it
+  } io;
   std::string error;
-  // Setup (AUTH, SELECT, CLIENT SETNAME, the eviction check) runs before any user command is sent:
-  // until every setup reply is in and good, requests wait here, so a failed step never lets one
-  // run on the wrong database or against a server that may evict.
-  bool ready = false;
-  int setup_pending = 0;
-  std::exception_ptr setup_error;
+  // Requests held until the setup is done, so a failed step never lets one run on the wrong
+  // database or against a server that may evict.
   std::deque<std::shared_ptr<Request>> waiting;
 };
 
@@ -168,9 +168,9 @@ void RedisConnection::close() {
     // An idle deadline timer would keep the caller's io_context running after the backend is
     // gone; with replies still due it stays, and complete() cancels it after the last one.
     if (self->pending_.drop_finished()) self->deadline_timer_.cancel();
-    if (!self->link_ || !self->link_->alive) return;
+    if (!self->link_ || !self->link_->state.alive()) return;
     // Graceful when connected: hiredis frees the context once the pending replies arrived.
-    if (self->link_->connected)
+    if (self->link_->state.connected())
       redisAsyncDisconnect(self->link_->ac);
     else
       redisAsyncFree(self->link_->ac);
@@ -183,7 +183,7 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
   if (!link_) return complete(*req, unavailable("cannot connect: " + open_error_), {});
   const bool idle = pending_.drop_finished();
   req->start(std::chrono::steady_clock::now(), command_timeout_);
-  if (!link_->ready) {
+  if (!link_->state.ready()) {
     // Sent once the link's setup succeeded (or failed with it); its deadline runs meanwhile.
     req->link = link_;
     req->wait_for_setup();
@@ -205,10 +205,10 @@ void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
   }
   auto link = link_;
   auto* holder = new std::shared_ptr<Request>(req);
-  link->in_start = true;
+  link->io.in_start = true;
   const int rc = redisAsyncCommandArgv(link->ac, &RedisConnection::on_reply, holder,
                                        static_cast<int>(argv.size()), argv.data(), lens.data());
-  link->in_start = false;
+  link->io.in_start = false;
   if (rc != REDIS_OK) {
     delete holder;
     return complete(*req, unavailable("the connection is closing"), {});
@@ -220,7 +220,8 @@ void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
   // hiredis copied the command; only a read keeps it, for a resend.
   if (!req->keeps_command()) req->args.reset();
   if (!watched) watch(req);
-  if (!link->alive || !link->connected || !link->writing || link->write_armed) return;
+  if (!link->state.alive() || !link->state.connected() || !link->io.writing || link->io.write_armed)
+    return;
   // An idle connection writes now (the lowest latency); a busy one lets the commands of this turn
   // share one write.
   if (idle)
@@ -288,7 +289,7 @@ void RedisConnection::open() {
   ev_add_write(link.get());
   link->connect_timer.expires_after(connect_timeout_);
   link->connect_timer.async_wait([link](std::error_code e) {
-    if (e || !link->alive || link->connected) return;
+    if (e || !link->state.alive() || link->state.connected()) return;
     link->error = "connect timed out";
     redisAsyncFree(link->ac);
   });
@@ -303,7 +304,6 @@ void RedisConnection::open() {
   if (!client_name_.empty()) queue_setup(link, {"CLIENT", "SETNAME", client_name_}, setup_setname);
   // INFO, not CONFIG GET: it works where CONFIG is renamed or refused.
   if (refuse_eviction_) queue_setup(link, {"INFO", "memory"}, setup_eviction);
-  link->ready = link->setup_pending == 0;
 }
 
 void RedisConnection::queue_setup(const std::shared_ptr<Link>& link,
@@ -315,33 +315,32 @@ void RedisConnection::queue_setup(const std::shared_ptr<Link>& link,
   if (redisAsyncCommandArgv(link->ac, &RedisConnection::on_setup_reply, holder,
                             static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
     delete holder;
-    link->setup_error = unavailable("the connection is closing");
+    link->state.setup_not_queued(unavailable("the connection is closing"));
+    return;
   }
-  ++link->setup_pending;  // a step that could not be queued fails the link at its cleanup
+  link->state.setup_queued();
 }
 
 void RedisConnection::on_setup_reply(redisAsyncContext* ac, void* reply, void* privdata) {
   std::unique_ptr<SetupStep> step(static_cast<SetupStep*>(privdata));
   auto link = step->link;
-  if (!reply || !link->alive) return;  // the link is going: its cleanup fails the waiting ones
+  if (!reply || !link->state.alive())
+    return;  // the link is going: its cleanup fails the waiting ones
   const RedisReply r = convert(static_cast<redisReply*>(reply));
   auto owner = link->owner;
-  if (!link->setup_error) {
-    if (r.is_error()) {
-      link->setup_error = setup_failure(step->step, r.str, owner->url_);
-    } else if (step->step == setup_eviction) {
-      link->setup_error = eviction_verdict(r.str, owner->url_);
-    }
-  }
-  if (--link->setup_pending > 0) return;
-  if (link->setup_error) {
+  std::exception_ptr refused;
+  if (r.is_error())
+    refused = setup_failure(step->step, r.str, owner->url_);
+  else if (step->step == setup_eviction)
+    refused = eviction_verdict(r.str, owner->url_);
+  if (!link->state.setup_answered(std::move(refused))) return;
+  if (link->state.setup_error()) {
     // Nothing of the waiting requests was sent. hiredis frees the context after this callback.
-    fail_waiting(*link, link->setup_error);
+    fail_waiting(*link, link->state.setup_error());
     link->error = "connection setup failed";
     redisAsyncFree(ac);
     return;
   }
-  link->ready = true;
   // Sent from the strand, not from inside hiredis's read callback.
   asio::post(owner->strand_, [owner, link] {
     auto waiting = std::move(link->waiting);
@@ -374,9 +373,9 @@ void RedisConnection::complete(Request& req, std::exception_ptr error, RedisRepl
 
 std::exception_ptr RedisConnection::lost_error(const Request& req, const Link& link) {
   const std::string why = link.error.empty() ? "connection closed" : link.error;
-  if (!link.connected)
+  if (!link.state.connected())
     return lost_reply_error("redis", req.lost(), Loss::not_sent, "could not connect: " + why);
-  const Loss loss = req.loss_on_disconnect(link.connected);
+  const Loss loss = req.loss_on_disconnect(link.state.connected());
   return lost_reply_error("redis", req.lost(), loss,
                           loss == Loss::not_sent
                               ? "connection lost before the command was sent: " + why
@@ -385,7 +384,7 @@ std::exception_ptr RedisConnection::lost_error(const Request& req, const Link& l
 
 bool RedisConnection::resend(const std::shared_ptr<Request>& req) {
   auto owner = req->owner;
-  if (!req->resend_after_loss(req->link->connected, owner->closing_)) return false;
+  if (!req->resend_after_loss(req->link->state.connected(), owner->closing_)) return false;
   // Posted: hiredis is still tearing the old context down, and link_ is reset when it is done.
   asio::post(owner->strand_, [owner, req] {
     if (!req->finished()) owner->start(req);
@@ -398,12 +397,12 @@ void RedisConnection::on_timeout(const std::shared_ptr<Request>& req) {
   auto link = req->link;
   const auto ms = req->owner->command_timeout_.count();
   complete(*req,
-           lost_reply_error("redis", req->lost(), req->loss_on_timeout(link->connected),
+           lost_reply_error("redis", req->lost(), req->loss_on_timeout(link->state.connected()),
                             fmt::format("no reply within {} ms", ms)),
            {});
   // The late reply would sit in front of every later one: drop the connection; the next command
   // opens a fresh one, so replies are never matched to the wrong request.
-  if (link->alive) {
+  if (link->state.alive()) {
     link->error = "a reply was late; connection dropped";
     redisAsyncFree(link->ac);
   }
@@ -423,7 +422,7 @@ void RedisConnection::on_reply(redisAsyncContext* ac, void* reply, void* privdat
 void RedisConnection::on_connect(const redisAsyncContext* ac, int status) {
   auto* link = static_cast<Link*>(ac->data);
   if (status == REDIS_OK) {
-    link->connected = true;
+    link->state.connect_completed();
     link->connect_timer.cancel();
   } else {
     link->error = ac->errstr;
@@ -437,42 +436,42 @@ void RedisConnection::on_disconnect(const redisAsyncContext* ac, int status) {
 
 void RedisConnection::ev_add_read(void* data) {
   auto* link = static_cast<Link*>(data);
-  link->reading = true;
+  link->io.reading = true;
   arm_read(link->shared_from_this());
 }
 
 void RedisConnection::ev_del_read(void* data) {
-  static_cast<Link*>(data)->reading = false;
+  static_cast<Link*>(data)->io.reading = false;
 }
 
 void RedisConnection::ev_add_write(void* data) {
   auto* link = static_cast<Link*>(data);
-  link->writing = true;
+  link->io.writing = true;
   // A connected socket is almost always writable: write at once (after the commands queued in
   // this turn, so they share one write) instead of asking the reactor. A partial write, and the
   // connect itself, wait for writability.
-  if (!link->connected || link->in_write)
+  if (!link->state.connected() || link->io.in_write)
     arm_write(link->shared_from_this());
-  else if (!link->in_start)  // start() writes once hiredis has returned
+  else if (!link->io.in_start)  // start() writes once hiredis has returned
     flush(link->shared_from_this());
 }
 
 void RedisConnection::ev_del_write(void* data) {
-  static_cast<Link*>(data)->writing = false;
+  static_cast<Link*>(data)->io.writing = false;
 }
 
 void RedisConnection::ev_cleanup(void* data) {
   auto link = static_cast<Link*>(data)->shared_from_this();
-  link->alive = false;
+  link->state.closed();
   link->ac = nullptr;
-  link->reading = link->writing = false;
+  link->io.reading = link->io.writing = false;
   link->connect_timer.cancel();
   if (!link->waiting.empty()) {
     const std::string why = link->error.empty() ? "connection closed" : link->error;
     auto owner_ = link->owner;
     // Nothing of the waiting requests was sent: after a loss during setup (not a refusal), each
     // starts over once on a fresh connection, whatever its kind.
-    if (!link->setup_error && link->connected && owner_ && !owner_->closing_) {
+    if (owner_ && link->state.restart_waiting(owner_->closing_)) {
       auto waiting = std::move(link->waiting);
       link->waiting.clear();
       for (auto& req : waiting) {
@@ -486,8 +485,8 @@ void RedisConnection::ev_cleanup(void* data) {
         });
       }
     } else {
-      fail_waiting(*link, link->setup_error
-                              ? link->setup_error
+      fail_waiting(*link, link->state.setup_error()
+                              ? link->state.setup_error()
                               : unavailable("connection lost during its setup: " + why));
     }
   }
@@ -500,45 +499,45 @@ void RedisConnection::ev_cleanup(void* data) {
 }
 
 void RedisConnection::arm_read(const std::shared_ptr<Link>& link) {
-  if (link->read_armed || !link->alive) return;
-  link->read_armed = true;
+  if (link->io.read_armed || !link->state.alive()) return;
+  link->io.read_armed = true;
   link->sd.async_wait(asio::posix::descriptor_base::wait_read, [link](std::error_code ec) {
-    link->read_armed = false;
-    if (ec || !link->alive || !link->reading) return;
+    link->io.read_armed = false;
+    if (ec || !link->state.alive() || !link->io.reading) return;
     redisAsyncHandleRead(link->ac);
-    if (link->alive && link->reading) arm_read(link);
+    if (link->state.alive() && link->io.reading) arm_read(link);
   });
 }
 
 void RedisConnection::arm_write(const std::shared_ptr<Link>& link) {
-  if (link->write_armed || !link->alive) return;
-  link->write_armed = true;
+  if (link->io.write_armed || !link->state.alive()) return;
+  link->io.write_armed = true;
   link->sd.async_wait(asio::posix::descriptor_base::wait_write, [link](std::error_code ec) {
-    link->write_armed = false;
-    if (ec || !link->alive || !link->writing) return;
+    link->io.write_armed = false;
+    if (ec || !link->state.alive() || !link->io.writing) return;
     write_now(link);
   });
 }
 
 void RedisConnection::flush(const std::shared_ptr<Link>& link) {
-  if (link->flush_posted || link->write_armed || !link->alive) return;
-  link->flush_posted = true;
+  if (link->io.flush_posted || link->io.write_armed || !link->state.alive()) return;
+  link->io.flush_posted = true;
   asio::post(link->sd.get_executor(), [link] {
-    link->flush_posted = false;
-    if (!link->alive || !link->writing || link->write_armed) return;
+    link->io.flush_posted = false;
+    if (!link->state.alive() || !link->io.writing || link->io.write_armed) return;
     write_now(link);
   });
 }
 
 void RedisConnection::write_now(const std::shared_ptr<Link>& link) {
-  link->in_write = true;
+  link->io.in_write = true;
   {
     NoSigpipe guard;
     redisAsyncHandleWrite(link->ac);
-    guard.done(!link->alive || link->ac->err != 0);
+    guard.done(!link->state.alive() || link->ac->err != 0);
   }
-  link->in_write = false;
-  if (link->alive && link->writing) arm_write(link);
+  link->io.in_write = false;
+  if (link->state.alive() && link->io.writing) arm_write(link);
 }
 
 }  // namespace statepact::detail
