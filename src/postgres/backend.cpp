@@ -2,9 +2,11 @@
 // a connection thread per operation, whose answer rows the codecs (lease_codec, state_codec,
 // commit_codec) read; the rules themselves live in the server-side functions of schema_v<n>.sql.
 //
-// Lifetimes, as in the Redis backend: the state is a shared Impl, and every operation's coroutine
-// holds it (`auto impl = impl_`) until it returns, so destroying the backend mid-call is safe. Jobs
-// on connection threads borrow a raw Impl*: ~Impl joins those threads before it frees anything.
+// Lifetimes, as in the Redis backend: whatever a piece of work touches is held by shared ownership.
+// The state is a shared Impl, and every operation's coroutine holds it (`auto impl = impl_`) until
+// it returns, so destroying the backend mid-call is safe. Jobs on connection threads hold only the
+// shared pieces they use (the idle-session list), never the Impl: the Impl owns and joins those
+// threads, so a job holding its last reference would destroy it on a thread it must join.
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -116,13 +118,30 @@ class PostgresBackend::Impl {
     for (auto& s : sessions) s->worker.reset();
   }
 
-  std::shared_ptr<SessionConn> take_idle() {
-    std::lock_guard guard(mu);
-    if (!idle.empty()) {
-      auto sc = std::move(idle.back());
-      idle.pop_back();
+  // The connections of ended sessions, ready for the next one; shared with the jobs that hand
+  // a connection back.
+  class IdleSessions {
+   public:
+    void put(std::shared_ptr<SessionConn> sc) {
+      std::lock_guard guard(mu_);
+      list_.push_back(std::move(sc));
+    }
+    std::shared_ptr<SessionConn> take() {
+      std::lock_guard guard(mu_);
+      if (list_.empty()) return nullptr;
+      auto sc = std::move(list_.back());
+      list_.pop_back();
       return sc;
     }
+
+   private:
+    std::mutex mu_;
+    std::vector<std::shared_ptr<SessionConn>> list_;
+  };
+
+  std::shared_ptr<SessionConn> take_idle() {
+    if (auto sc = idle->take()) return sc;
+    std::lock_guard guard(mu);
     // Idle connections are reused first, so the threads never outnumber the cap either.
     if (all_sessions.size() >= options.max_pessimistic_sessions())
       throw BackendUnavailableError(fmt::format(
@@ -140,18 +159,13 @@ class PostgresBackend::Impl {
     return sc;
   }
 
-  void give_back(std::shared_ptr<SessionConn> sc) {
-    std::lock_guard guard(mu);
-    idle.push_back(std::move(sc));
-  }
-
   // On the session's own thread (after whatever is queued there): rolls back what is open, then
   // offers the connection to the next session. Never waits.
   void release(std::shared_ptr<SessionConn> sc) noexcept {
     try {
-      sc->queue->push(std::make_unique<DetachedJob>([this, sc](pg::Link& link) {
+      sc->queue->push(std::make_unique<DetachedJob>([idle = idle, sc](pg::Link& link) {
         pg::roll_back(link);
-        give_back(sc);
+        idle->put(sc);
       }));
     } catch (...) {
       // Out of memory: the transaction stays open until the backend closes its connection.
@@ -196,7 +210,7 @@ class PostgresBackend::Impl {
 
   mutable std::mutex mu;
   std::vector<std::shared_ptr<SessionConn>> all_sessions;
-  std::vector<std::shared_ptr<SessionConn>> idle;
+  const std::shared_ptr<IdleSessions> idle = std::make_shared<IdleSessions>();
   std::unordered_map<SessionId, std::shared_ptr<SessionConn>> open;
   std::atomic<SessionId> next_session{0};
   std::atomic<std::uint64_t> next_seq{0};
@@ -522,18 +536,18 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   }
   // A pessimistic session: the commit function runs in the session's transaction, then COMMIT
   // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.
-  Impl* state = impl.get();
-  auto job = [body = std::move(body), req = std::move(req), has_key, state, sc](pg::Link& link) {
+  auto job = [body = std::move(body), req = std::move(req), has_key, idle = impl->idle,
+              sc](pg::Link& link) {
     // However the job ends, the connection goes back with no transaction open.
     struct GiveBack {
-      Impl* state;
+      std::shared_ptr<Impl::IdleSessions> idle;
       std::shared_ptr<Impl::SessionConn> sc;
       pg::Link& link;
       ~GiveBack() {
         pg::roll_back(link);
-        state->give_back(sc);
+        idle->put(sc);
       }
-    } give_back{state, sc, link};
+    } give_back{idle, sc, link};
     // Until COMMIT is sent, every failure (a refusal included) means nothing was applied.
     CommitResult result = pg::in_transaction(link, [&](pqxx::work& tx) {
       const auto answer = tx.exec_prepared(pg::stmt::commit.name, body);
@@ -552,9 +566,9 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   };
   // The deadline may pass while the job waits behind a stuck statement of the session: then it
   // never runs, and the session's transaction is rolled back and its connection handed back.
-  auto skipped = [state, sc](pg::Link& link) {
+  auto skipped = [idle = impl->idle, sc](pg::Link& link) {
     pg::roll_back(link);
-    state->give_back(sc);
+    idle->put(sc);
   };
   co_return co_await pg::call<CommitResult>(*sc->queue, impl->deadline(LostReply::commit(has_key)),
                                             std::move(job), nullptr, 0, std::move(skipped));
