@@ -126,6 +126,14 @@ libfaketime=$(dpkg -L libfaketime | grep '/libfaketime\.so\.1$' | head -n 1)
 
 run_root="$STATEPACT_ROOT/build/chaos-run"
 export STATEPACT_RUN_DIR="$run_root/$backend"
+# One run per backend at a time: two runs would share one server and its keys, and each would see
+# the other's writes as anomalies (or wipe its data).
+mkdir -p "$run_root"
+exec 9>"$run_root/$backend.lock"
+if ! flock -n 9; then
+  echo "chaos.sh: another chaos run of $backend is using $STATEPACT_RUN_DIR; wait for it to end" >&2
+  exit 2
+fi
 history="$run_root/history-$backend-$(date +%Y%m%d-%H%M%S)-seed$seed"
 mkdir -p "$history"
 nemesis_file="$history/nemesis.jsonl"
