@@ -21,6 +21,7 @@
 #include "lock_poll.hpp"
 #include "redis_impl.hpp"
 #include "reply_reader.hpp"
+#include "server_check.hpp"
 #include "server_errors.hpp"
 #include "state_codec.hpp"
 
@@ -31,24 +32,6 @@ namespace {
 using detail::RedisReply;
 using detail::Script;
 using namespace detail::reply_reader;
-
-// A field of an INFO reply ("name:value" lines); empty when absent.
-std::string info_field(const RedisReply& info, const std::string& name) {
-  if (info.type != RedisReply::Type::string) return {};
-  const std::string key = name + ":";
-  for (std::size_t at = info.str.find(key); at != std::string::npos;
-       at = info.str.find(key, at + 1)) {
-    if (at != 0 && info.str[at - 1] != '\n') continue;
-    const auto begin = at + key.size();
-    return info.str.substr(begin, info.str.find_first_of("\r\n", begin) - begin);
-  }
-  return {};
-}
-
-RedisServerSetting setting(std::string name, std::string value, bool ok, std::string advice) {
-  if (value.empty()) value = "unknown";
-  return RedisServerSetting{std::move(name), std::move(value), ok, ok ? std::string() : advice};
-}
 
 // Every key of a kind whose resource matches the glob, with its resource name, sorted by name.
 asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
@@ -103,45 +86,7 @@ asio::awaitable<RedisServerCheck> RedisBackend::check_server() {
   conn->close();
   if (failure) std::rethrow_exception(failure);
 
-  RedisServerCheck check;
-  const std::string policy = info_field(memory, "maxmemory_policy");
-  check.settings.push_back(setting(
-      "maxmemory-policy", policy, policy == "noeviction",
-      "CONFIG SET maxmemory-policy noeviction: a server that may evict keys can drop a fence "
-      "counter (tokens issued twice), a version (lost updates) or an idempotency record"));
-  const std::string aof = info_field(persistence, "aof_enabled");
-  check.settings.push_back(
-      setting("appendonly",
-              aof == "1"   ? "yes"
-              : aof == "0" ? "no"
-                           : aof,
-              aof == "1",
-              "CONFIG SET appendonly yes: without the append-only file a restart loses the fence "
-              "counters written since the last snapshot (or all of them) and re-issues tokens"));
-  std::string fsync_value;
-  if (fsync.type == RedisReply::Type::array && fsync.elements.size() == 2)
-    fsync_value = fsync.elements[1].str;
-  check.settings.push_back(setting(
-      "appendfsync", fsync_value, fsync_value == "always",
-      fsync_value.empty()
-          ? "could not be read (CONFIG renamed or refused): make sure it is 'always'; 'everysec' "
-            "can lose the last second of fence counter increments in a crash and re-issue tokens"
-          : "CONFIG SET appendfsync always: 'everysec' can lose the last second of fence counter "
-            "increments in a crash and re-issue tokens"));
-  const std::string role = info_field(replication, "role");
-  const std::string replicas = info_field(replication, "connected_slaves");
-  check.settings.push_back(setting(
-      "replication",
-      role.empty() ? std::string()
-                   : role + ", " + (replicas.empty() ? "0" : replicas) + " replicas",
-      role == "master" && (replicas.empty() || replicas == "0"),
-      role == "master"
-          ? "replication is asynchronous: after a failover the promoted replica may lack the "
-            "latest tokens and writes and re-issue tokens; fail over only with the old primary "
-            "fenced off and fully caught up, or use a single server"
-          : "this server is a replica: writes fail with READONLY; point the backend at the "
-            "primary"));
-  co_return check;
+  co_return detail::judge_redis_server(memory, persistence, replication, fsync);
 }
 
 // ---- leases and fencing ---------------------------------------------------------------------
