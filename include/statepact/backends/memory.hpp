@@ -113,7 +113,12 @@ class MemoryBackend {
     detail::validate_ttl(t);
     std::lock_guard guard(mu_);
     auto it = leases_.find(lease.resource);
-    if (it == leases_.end()) throw detail::lease_lost(lease, 0, detail::LeaseLoss::none);
+    // A resource never leased answers like any lease that is no longer current: released, with
+    // high-water mark 0, as Redis and PostgreSQL do.
+    if (it == leases_.end()) {
+      detail::LeaseState never_leased;
+      co_return detail::decide_renew(never_leased, lease, t, now());
+    }
     co_return detail::decide_renew(it->second, lease, t, now());
   }
 
