@@ -20,6 +20,7 @@ add_executable(statepact_integration_postgres
   integration/postgres_errors_test.cpp
   integration/postgres_isolation_test.cpp
   integration/postgres_sessions_bound_test.cpp
+  integration/postgres_session_begin_test.cpp
   integration/postgres_migration_test.cpp
   integration/postgres_names_test.cpp
   integration/postgres_recovery_test.cpp

@@ -1,6 +1,6 @@
 /// @file
 /// The backend concept: what storage must offer for leases, fencing and sessions. Each operation is
-/// one round trip to storage. docs/backend-concept.md states the contract of each in words.
+/// at most one round trip to storage. docs/backend-concept.md states the contract of each in words.
 #pragma once
 
 #include <concepts>
@@ -17,9 +17,9 @@
 namespace statepact {
 
 /// What storage must offer for leases, fencing and sessions (Manager, Session and LeaseManager are
-/// templates on it): every operation returns an asio::awaitable, is atomic, and is one round trip
-/// for a server backend; end_session is a plain noexcept call. docs/backend-concept.md gives the
-/// contract of each; MemoryBackend, PostgresBackend and RedisBackend model it.
+/// templates on it): every operation returns an asio::awaitable, is atomic, and is at most one
+/// round trip for a server backend; end_session is a plain noexcept call. docs/backend-concept.md
+/// gives the contract of each; MemoryBackend, PostgresBackend and RedisBackend model it.
 template <class B>
 concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds ttl,
                            std::optional<milliseconds> maybe_ttl, Value v,
@@ -38,8 +38,10 @@ concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds
   { b.resource_policy(s) } -> std::same_as<asio::awaitable<ResourcePolicy>>;
   { b.read(s, s) } -> std::same_as<asio::awaitable<Entry>>;
   { b.snapshot(names) } -> std::same_as<asio::awaitable<std::vector<ResourceSnapshot>>>;
-  // Sessions: begin checks the resources exist; lock waits up to the timeout and returns the key's
-  // latest entry under the lock; end releases whatever the session still holds, without waiting.
+  // Sessions: begin checks the resources exist (a server backend may skip names it has seen
+  // registered: resources are never removed, and commits check again); lock waits up to the timeout
+  // and returns the key's latest entry under the lock; end releases whatever the session still
+  // holds, without waiting.
   { b.begin_session(names, Isolation::none) } -> std::same_as<asio::awaitable<SessionId>>;
   { b.lock(id, s, s, mode, ttl) } -> std::same_as<asio::awaitable<Entry>>;
   { b.end_session(id) }

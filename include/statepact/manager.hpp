@@ -88,9 +88,10 @@ class Manager {
     co_return co_await leases.lease(std::move(resource), std::move(owner), ttl, policy);
   }
 
-  /// Opens a session: normalizes `options`, then asks the backend to begin it (one round trip for
-  /// server backends; a pessimistic PostgreSQL session also takes a connection of its own). The
-  /// session reports to the manager's current observer.
+  /// Opens a session: normalizes `options`, then asks the backend to begin it. Server backends
+  /// check that the resources exist with one round trip, skipped for names this client already saw
+  /// registered (a pessimistic PostgreSQL session also takes a connection of its own and opens its
+  /// transaction). The session reports to the manager's current observer.
   /// @throws InvalidArgumentError for bad options (SessionOptions::normalize()), before any I/O.
   /// @throws ResourceNotFoundError if a resource is not registered.
   /// @throws BackendUnavailableError (retryable) or another backend error if storage fails.

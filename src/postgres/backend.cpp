@@ -17,6 +17,7 @@
 #include <asio/error.hpp>
 
 #include <statepact/backends/postgres.hpp>
+#include <statepact/detail/known_resources.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/detail/verdicts.hpp>
 #include <statepact/errors.hpp>
@@ -214,6 +215,8 @@ class PostgresBackend::Impl {
   std::unordered_map<SessionId, std::shared_ptr<SessionConn>> open;
   std::atomic<SessionId> next_session{0};
   std::atomic<std::uint64_t> next_seq{0};
+  // Resources storage confirmed: sessions over them skip the existence check.
+  detail::KnownResources known;
 };
 
 PostgresBackend::PostgresBackend(asio::any_io_executor ex, std::string url, PostgresOptions options)
@@ -383,7 +386,9 @@ asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value
   detail::validate_initial_state(name, initial_state);
   const auto rows = co_await impl->query(LostReply::write(), pg::stmt::register_resource.name, name,
                                          initial_state.dump(), policy.fence_required);
-  co_return pg::decode_register(rows);
+  const bool created = pg::decode_register(rows);
+  impl->known.remember(name);
+  co_return created;
 }
 
 asio::awaitable<void> PostgresBackend::set_resource_policy(std::string name,
@@ -425,17 +430,21 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
                                                           Isolation isolation) {
   auto impl = impl_;
   for (const auto& r : resources) detail::validate_name("resource name", r);
-  const std::string names = names_json(resources);
-  auto check = [names](pqxx::transaction_base& t) {
+  const bool known = impl->known.all_known(resources);
+  const std::string names = known ? std::string() : names_json(resources);
+  auto check = [names, known](pqxx::transaction_base& t) {
+    if (known) return;
     detail::found_or_raise(
         pg::decode_missing(rows_of(t.exec_prepared(pg::stmt::missing.name, names))));
   };
   if (isolation != Isolation::pessimistic) {
+    if (known) co_return ++impl->next_session;
     auto job = [check](pg::Link& link) {
       pg::autocommit(link, LostReply::read(), [&](pqxx::nontransaction& n) { check(n); });
       return 0;
     };
     co_await pg::call<int>(*impl->pool_queue, impl->deadline(), std::move(job));
+    impl->known.remember(resources);
     co_return ++impl->next_session;
   }
   // Pessimistic: a connection of its own with a real transaction, held until commit or end.
@@ -462,6 +471,7 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
     impl->release(sc);
     std::rethrow_exception(failed);
   }
+  impl->known.remember(resources);
   const SessionId id = ++impl->next_session;
   {
     std::lock_guard guard(impl->mu);

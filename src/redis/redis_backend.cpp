@@ -199,7 +199,9 @@ asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value in
   auto call = detail::encode_register(impl->keys, name, initial_state, policy);
   RedisReply r =
       co_await impl->eval(Script::register_resource, std::move(call.keys), std::move(call.args));
-  co_return detail::decode_register(r);
+  const bool created = detail::decode_register(r);
+  impl->known.remember(name);
+  co_return created;
 }
 
 asio::awaitable<void> RedisBackend::set_resource_policy(std::string name, ResourcePolicy policy) {
@@ -245,11 +247,12 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
 asio::awaitable<SessionId> RedisBackend::begin_session(std::vector<std::string> resources,
                                                        Isolation) {
   auto impl = impl_;
-  if (!resources.empty()) {
+  if (!impl->known.all_known(resources)) {
     auto call = detail::encode_exists(impl->keys, resources);
     RedisReply r = co_await impl->eval(Script::exists, std::move(call.keys), std::move(call.args),
                                        detail::LostReply::read());
     detail::found_or_raise(detail::decode_exists(r, resources));
+    impl->known.remember(resources);
   }
   co_return impl->next_session();
 }

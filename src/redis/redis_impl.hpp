@@ -15,6 +15,7 @@
 #include <asio/awaitable.hpp>
 
 #include <statepact/backends/redis.hpp>
+#include <statepact/detail/known_resources.hpp>
 
 #include "connection.hpp"
 #include "key_layout.hpp"
@@ -69,6 +70,8 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
 
   const RedisOptions options;
   const KeyLayout keys;
+  // Resources storage confirmed: sessions over them begin without a round trip.
+  KnownResources known;
 
  private:
   std::string sha_of(Script s) const;

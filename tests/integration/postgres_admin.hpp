@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -28,6 +29,16 @@ class PostgresAdmin {
         "WHERE application_name = $1 AND pid <> pg_backend_pid()",
         app);
     return r.at(0)[0].as<int>();
+  }
+
+  // The statements last run on the connections of `app`, one per connection.
+  std::vector<std::string> last_queries(const std::string& app) {
+    pqxx::nontransaction n(conn_);
+    std::vector<std::string> out;
+    for (const auto& row :
+         n.exec_params("SELECT query FROM pg_stat_activity WHERE application_name = $1", app))
+      out.push_back(row[0].as<std::string>());
+    return out;
   }
 
   int connections(const std::string& app) {

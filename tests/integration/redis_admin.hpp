@@ -84,16 +84,22 @@ class RedisAdmin {
 
   // The flags field of CLIENT LIST for the connection called `name` ("" if there is none); a
   // client whose command waits in the server (blocked, or postponed by CLIENT PAUSE) shows "b".
-  std::string client_flags(const std::string& name) {
+  std::string client_flags(const std::string& name) { return client_field(name, "flags"); }
+
+  // One field of CLIENT LIST (flags, idle, cmd, ...) for the connection called `name` ("" if there
+  // is none).
+  std::string client_field(const std::string& name, const std::string& field) {
     auto* r = static_cast<redisReply*>(redisCommand(c_, "CLIENT LIST"));
     if (!r) throw std::runtime_error("CLIENT LIST failed");
     std::istringstream lines(std::string(r->str, r->len));
     freeReplyObject(r);
+    const std::string tag = " " + field + "=";
     for (std::string line; std::getline(lines, line);) {
       if (line.find(" name=" + name + " ") == std::string::npos) continue;
-      const auto at = line.find(" flags=");
+      const auto at = line.find(tag);
       if (at == std::string::npos) return "";
-      return line.substr(at + 7, line.find(' ', at + 7) - at - 7);
+      const auto from = at + tag.size();
+      return line.substr(from, line.find(' ', from) - from);
     }
     return "";
   }
