@@ -10,6 +10,8 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <unordered_map>
 
@@ -528,17 +530,37 @@ void PostgresBackend::end_session(SessionId session) noexcept {
   }
 }
 
+namespace {
+
+// A commit's call: the one-resource fast path when the request allows it, else the general one.
+struct CommitCall {
+  std::optional<pg::CommitOneCall> one;
+  std::string body;
+
+  CommitCall(const CommitRequest& req, milliseconds retention) : one(pg::encode_commit_one(req)) {
+    if (!one) body = pg::encode_commit(req, retention);
+  }
+
+  pqxx::result exec(pqxx::transaction_base& t) const {
+    if (one)
+      return t.exec_prepared(pg::stmt::commit_one.name, one->resource, std::to_string(one->token),
+                             one->checks, one->writes);
+    return t.exec_prepared(pg::stmt::commit.name, body);
+  }
+};
+
+}  // namespace
+
 asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   auto impl = impl_;
   detail::validate_commit(req);
-  std::string body = pg::encode_commit(req, impl->options.idempotency_retention());
+  CommitCall body(req, impl->options.idempotency_retention());
   const bool has_key = req.idempotency_key.has_value();
   auto sc = impl->take_open(req.session);
   if (!sc) {
     auto job = [body = std::move(body), req = std::move(req), has_key](pg::Link& link) {
-      auto r = pg::autocommit(link, LostReply::commit(has_key), [&](pqxx::nontransaction& n) {
-        return n.exec_prepared(pg::stmt::commit.name, body);
-      });
+      auto r = pg::autocommit(link, LostReply::commit(has_key),
+                              [&](pqxx::nontransaction& n) { return body.exec(n); });
       return detail::result_or_raise(pg::decode_commit(r.at(0)[0].c_str()), req);
     };
     co_return co_await pg::call<CommitResult>(
@@ -560,7 +582,7 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
     } give_back{idle, sc, link};
     // Until COMMIT is sent, every failure (a refusal included) means nothing was applied.
     CommitResult result = pg::in_transaction(link, [&](pqxx::work& tx) {
-      const auto answer = tx.exec_prepared(pg::stmt::commit.name, body);
+      const auto answer = body.exec(tx);
       return detail::result_or_raise(pg::decode_commit(answer.at(0)[0].c_str()), req);
     });
     try {

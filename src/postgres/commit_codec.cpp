@@ -45,6 +45,32 @@ std::string encode_commit(const CommitRequest& req, milliseconds retention) {
   return body.dump();
 }
 
+std::optional<CommitOneCall> encode_commit_one(const CommitRequest& req) {
+  if (req.idempotency_key || req.resources.size() != 1 || req.fences.size() > 1) return {};
+  CommitOneCall call;
+  call.resource = req.resources.front();
+  if (!req.fences.empty()) {
+    // Token 0 is refused by statepact_commit's rules; here it would mean "no fence".
+    if (req.fences.front().resource != call.resource || req.fences.front().token == 0) return {};
+    call.token = req.fences.front().token;
+  }
+  Value checks = Value::array();
+  for (const auto& c : req.checks) {
+    if (c.resource != call.resource) return {};
+    checks.push_back(Value::array({c.key, c.expected_version}));
+  }
+  Value writes = Value::array();
+  for (const auto& w : req.writes) {
+    if (w.resource != call.resource) return {};
+    Value x = Value::array({w.key});
+    if (w.value) x.push_back(*w.value);  // absent: erase
+    writes.push_back(std::move(x));
+  }
+  call.checks = checks.dump();
+  call.writes = writes.dump();
+  return call;
+}
+
 namespace {
 
 CommitAnswer decode(const Value& answer) {

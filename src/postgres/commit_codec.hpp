@@ -1,8 +1,10 @@
-// The commit function's call and answer, without I/O: encode_commit() writes a CommitRequest as
-// the JSON body statepact_commit takes, decode_commit() reads its JSON answer back as a result or
-// a refusal (CommitVerdict's names in "error", with the fields each needs).
+// The commit functions' calls and answer, without I/O: encode_commit() writes a CommitRequest as
+// the JSON body statepact_commit takes, encode_commit_one() as the parameters of the one-resource
+// fast path, and decode_commit() reads either one's JSON answer back as a result or a refusal
+// (CommitVerdict's names in "error", with the fields each needs).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +15,21 @@
 namespace statepact::detail::pg {
 
 std::string encode_commit(const CommitRequest& req, milliseconds retention);
+
+// The parameters of statepact_commit_one, the fast path for one resource without an idempotency
+// key: the resource, the fence token (0 for none), the checks as [[key, expected], ...] and the
+// writes as [[key, value], ...] ([key] erases), both in the request's order.
+struct CommitOneCall {
+  std::string resource;
+  Token token = 0;
+  std::string checks;
+  std::string writes;
+};
+
+// The fast path's call, or nothing when the request needs statepact_commit (several resources, an
+// idempotency key, or anything naming a resource other than its one). Its answer reads with
+// decode_commit.
+std::optional<CommitOneCall> encode_commit_one(const CommitRequest& req);
 
 // An answer statepact_commit never gives is a non-retryable statepact::Error ("unexpected answer");
 // an unknown refusal (a newer schema) is one too, and says so.

@@ -22,6 +22,9 @@ inline constexpr Statement snapshot{"sp_snapshot", "SELECT * FROM statepact_snap
 inline constexpr Statement missing{"sp_missing", "SELECT statepact_missing($1::jsonb)"};
 inline constexpr Statement lock{"sp_lock", "SELECT * FROM statepact_lock($1, $2, $3, $4, $5)"};
 inline constexpr Statement commit{"sp_commit", "SELECT statepact_commit($1::jsonb)"};
+// The one-resource commit without an idempotency key (schema version 6).
+inline constexpr Statement commit_one{
+    "sp_commit_one", "SELECT statepact_commit_one($1, $2::bigint, $3::jsonb, $4::jsonb)"};
 
 inline constexpr Statement live_leases{"sp_live_leases",
                                        "SELECT * FROM statepact_live_leases($1, $2)"};
@@ -29,8 +32,9 @@ inline constexpr Statement list_resources{"sp_list_resources",
                                           "SELECT * FROM statepact_list_resources($1)"};
 inline constexpr Statement revoke{"sp_revoke", "SELECT * FROM statepact_revoke($1)"};
 
-inline constexpr Statement all[] = {
-    acquire,  renew,   release, current_fence, register_resource, set_policy,     policy, read,
-    snapshot, missing, lock,    commit,        live_leases,       list_resources, revoke};
+inline constexpr Statement all[] = {acquire,           renew,       release,        current_fence,
+                                    register_resource, set_policy,  policy,         read,
+                                    snapshot,          missing,     lock,           commit,
+                                    commit_one,        live_leases, list_resources, revoke};
 
 }  // namespace statepact::detail::pg::stmt

@@ -240,6 +240,45 @@ TEST_CASE("postgres commit codec: the call's JSON body", "[codec][postgres]") {
   CHECK_FALSE(p.contains("fingerprint"));
 }
 
+TEST_CASE("postgres commit codec: one resource without an idempotency key takes the fast path",
+          "[codec][postgres]") {
+  sp::CommitRequest one;
+  one.resources = {"a"};
+  one.fences = {{"a", 5}};
+  one.checks = {{"a", "k1", 3}, {"a", "k0", 0}};
+  one.writes = {{"a", "x", sp::Value(1)}, {"a", "y", std::nullopt}, {"a", "z", sp::Value()}};
+  const auto call = d::pg::encode_commit_one(one);
+  REQUIRE(call);
+  CHECK(call->resource == "a");
+  CHECK(call->token == 5);
+  // Checks keep their order; an erase is a key alone, a JSON null a key with null.
+  CHECK(sp::Value::parse(call->checks) == sp::Value::parse(R"([["k1",3],["k0",0]])"));
+  CHECK(sp::Value::parse(call->writes) == sp::Value::parse(R"([["x",1],["y"],["z",null]])"));
+  sp::CommitRequest unfenced = one;
+  unfenced.fences.clear();
+  unfenced.checks.clear();
+  const auto plain = d::pg::encode_commit_one(unfenced);
+  REQUIRE(plain);
+  CHECK(plain->token == 0);
+  CHECK(plain->checks == "[]");
+
+  // Everything else goes to statepact_commit, whose rules cover it.
+  auto general = [&](auto change) {
+    sp::CommitRequest req = one;
+    change(req);
+    return !d::pg::encode_commit_one(req);
+  };
+  CHECK(general([](sp::CommitRequest& r) { r.idempotency_key = "k"; }));
+  CHECK(general([](sp::CommitRequest& r) { r.resources = {"a", "b"}; }));
+  CHECK(general([](sp::CommitRequest& r) { r.resources.clear(); }));
+  CHECK(general([](sp::CommitRequest& r) { r.fences = {{"b", 5}}; }));
+  CHECK(general([](sp::CommitRequest& r) { r.fences = {{"a", 5}, {"a", 6}}; }));
+  CHECK(general([](sp::CommitRequest& r) { r.fences = {{"a", 0}}; }));  // refused there
+  CHECK(general([](sp::CommitRequest& r) { r.checks.push_back({"b", "k", 1}); }));
+  CHECK(general([](sp::CommitRequest& r) { r.writes.push_back({"b", "k", sp::Value(1)}); }));
+  CHECK(general([](sp::CommitRequest& r) { r.resources = sample_request().resources; }));
+}
+
 TEST_CASE("postgres commit codec: answers read back as results and refusals", "[codec][postgres]") {
   auto applied =
       std::get<sp::CommitResult>(d::pg::decode_commit(R"({"versions":{"a":7},"replayed":true})"));
