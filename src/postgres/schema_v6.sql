@@ -74,3 +74,37 @@ BEGIN
   SELECT b.version INTO v FROM bumped b;
   RETURN jsonb_build_object('versions', jsonb_build_object(p_resource, v), 'replayed', false);
 END $$;
+
+-- acquire as one upsert instead of an advisory lock, a locking read and a write: free or expired
+-- (released is expired) -> next token; live and same owner -> extend, same token; live and
+-- another owner -> 'busy' with the holder. ON CONFLICT locks the existing row before it weighs
+-- the WHERE clause, so the clock is read after the lock, two acquisitions of one resource are
+-- ordered (a missing row included: the second insert waits for the first), and a refused one
+-- still holds the row while it reads the holder back. revoke takes the same row lock. Same
+-- signature and columns as version 1's.
+CREATE OR REPLACE FUNCTION statepact_acquire(p_resource text, p_owner text, p_ttl_ms bigint)
+RETURNS TABLE (o_status text, o_owner text, o_token bigint, o_expires_us bigint, o_ttl_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  cur statepact_leases%ROWTYPE;
+  ttl interval := p_ttl_ms * interval '1 millisecond';
+BEGIN
+  INSERT INTO statepact_leases AS l (resource, owner, token, expires_at, ttl_ms)
+  VALUES (p_resource, p_owner, 1, clock_timestamp() + ttl, p_ttl_ms)
+  ON CONFLICT (resource) DO UPDATE
+     SET token = CASE WHEN l.expires_at > clock_timestamp() THEN l.token ELSE l.token + 1 END,
+         owner = EXCLUDED.owner, expires_at = clock_timestamp() + ttl, ttl_ms = EXCLUDED.ttl_ms
+   WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner
+  RETURNING l.* INTO cur;
+  IF FOUND THEN
+    o_status := 'ok';
+  ELSE
+    SELECT * INTO cur FROM statepact_leases l WHERE l.resource = p_resource;
+    o_status := 'busy';
+  END IF;
+  o_owner := cur.owner;
+  o_token := cur.token;
+  o_expires_us := statepact_us(cur.expires_at);
+  o_ttl_ms := cur.ttl_ms;
+  RETURN NEXT;
+END $$;
