@@ -34,6 +34,7 @@
 #include <statepact/statepact.hpp>
 
 #include "median.hpp"
+#include "redis_address.hpp"
 
 namespace sp = statepact;
 using namespace std::chrono_literals;
@@ -166,21 +167,7 @@ double pgbench(const std::string& url, const std::string& prefix, Op op, int cli
 
 // ---- Redis: redis-benchmark running bench/handwritten/redis_fenced_write.lua --------------------
 
-struct RedisServer {
-  std::string host = "127.0.0.1";
-  std::string port = "6379";
-};
-
-RedisServer redis_server(const std::string& url) {
-  RedisServer s;
-  std::string rest = url.substr(url.find("://") + 3);
-  rest = rest.substr(rest.rfind('@') == std::string::npos ? 0 : rest.rfind('@') + 1);
-  rest = rest.substr(0, rest.find('/'));
-  const auto colon = rest.rfind(':');
-  s.host = rest.substr(0, colon);
-  if (colon != std::string::npos) s.port = rest.substr(colon + 1);
-  return s;
-}
+using RedisServer = sp::bench::RedisAddress;
 
 // Loads the script and sets the fence of the 8 resources redis-benchmark writes; returns the SHA.
 std::string redis_setup(const RedisServer& srv, const std::string& prefix) {
@@ -275,7 +262,7 @@ int main(int argc, char** argv) {
   }
   const std::string redis_url = env_or("STATEPACT_TEST_REDIS_URL", "");
   if ((which == "all" || which == "redis") && !redis_url.empty()) {
-    const RedisServer srv = redis_server(redis_url);
+    const RedisServer srv = sp::bench::redis_address(redis_url);
     const std::string sha = redis_setup(srv, prefix);
     std::function<std::unique_ptr<sp::RedisBackend>(asio::io_context&, int)> make =
         [&](asio::io_context& io, int) {

@@ -27,6 +27,7 @@
 
 #include "commit_codec.hpp"
 #include "median.hpp"
+#include "redis_address.hpp"
 #include "scripts.hpp"
 
 namespace sp = statepact;
@@ -85,21 +86,7 @@ Stats measure(asio::io_context& io, int inflight, int total, Op op) {
   return summarize(std::move(all), seconds);
 }
 
-struct Server {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-};
-
-Server parse(const std::string& url) {
-  Server s;
-  std::string rest = url.substr(url.find("://") + 3);
-  rest = rest.substr(rest.rfind('@') == std::string::npos ? 0 : rest.rfind('@') + 1);
-  rest = rest.substr(0, rest.find('/'));
-  const auto colon = rest.rfind(':');
-  s.host = rest.substr(0, colon);
-  if (colon != std::string::npos) s.port = std::stoi(rest.substr(colon + 1));
-  return s;
-}
+using Server = statepact::bench::RedisAddress;
 
 std::string script_load(const Server& srv, const char* source) {
   redisContext* c = redisConnect(srv.host.c_str(), srv.port);
@@ -161,7 +148,7 @@ int main(int argc, char** argv) {
                  "STATEPACT_TEST_REDIS_URL)\n");
     return 2;
   }
-  const Server srv = parse(url);
+  const Server srv = statepact::bench::redis_address(url);
   std::random_device rd;
   const std::string run = fmt::format("bench-{:08x}", rd());
   asio::io_context io;
