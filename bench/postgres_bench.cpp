@@ -1,10 +1,10 @@
 // PostgreSQL backend throughput and latency against pgbench running the same server-side calls
 // with the same number of clients, in the same run. Prints a table; never used as a timed test.
 //
-//   acquire:          statepact_acquire by the lease's owner (the extend path), one lease per
-//   worker renew:            statepact_renew of the worker's live lease acquire+release:
-//   statepact_acquire then statepact_release (release needs a live lease) commit: statepact_commit
-//   writing one key of the worker's own resource
+// - acquire: statepact_acquire by the lease's owner (the extend path), one lease per worker;
+// - renew: statepact_renew of the worker's live lease;
+// - acquire+release: statepact_acquire then statepact_release (release needs a live lease);
+// - commit: statepact_commit_one writing one key of the worker's own resource.
 //
 // Usage: statepact_bench_postgres [seconds per run, default 2] [rounds, default 5]. The server
 // comes from STATEPACT_BENCH_POSTGRES_URL or STATEPACT_TEST_POSTGRES_URL; pgbench from
@@ -182,11 +182,10 @@ std::string pgbench_script(const std::string& prefix, Op op) {
           "resource = {0}));\n",
           res);
     case Op::commit:
+      // The call the backend makes for this request: one resource, no idempotency key, so the
+      // fast path of schema version 6.
       return fmt::format(
-          "SELECT statepact_commit(jsonb_build_object('resources', jsonb_build_array({0}), "
-          "'fences', '[]'::jsonb, 'checks', '[]'::jsonb, 'writes', jsonb_build_array("
-          "jsonb_build_object('resource', {0}, 'key', 'k', 'value', 1))));\n",
-          res);
+          "SELECT statepact_commit_one({0}, 0, '[]'::jsonb, '[[\"k\", 1]]'::jsonb);\n", res);
   }
   return "";
 }
