@@ -35,36 +35,19 @@
 
 #include "median.hpp"
 #include "redis_address.hpp"
+#include "shell.hpp"
+#include "workers.hpp"
 
 namespace sp = statepact;
+using sp::bench::env_or;
+using sp::bench::shell;
+using sp::bench::shell_quoted;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
 namespace {
 
 const std::string kDir = STATEPACT_BENCH_DIR "/handwritten/";
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-// Runs a shell command and returns what it printed; throws if it failed.
-std::string shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw std::runtime_error("cannot run: " + cmd);
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  if (pclose(p) != 0) throw std::runtime_error(fmt::format("failed: {}\n{}", cmd, out));
-  return out;
-}
-
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 enum class Op { fenced_write, acquire };
 
@@ -92,47 +75,26 @@ double ours(std::function<std::unique_ptr<B>(asio::io_context&, int)> make, Op o
       co_await backend->register_resource(resource(prefix, w), sp::Value::object());
       leases.push_back(co_await backend->acquire_lease(resource(prefix, w), "bench", 30s));
     }
-    int running = workers;
     t0 = Steady::now();
     const auto end = t0 + length;
-    for (int w = 0; w < workers; ++w)
-      asio::co_spawn(
-          io,
-          [&, w]() -> asio::awaitable<void> {
-            const sp::Lease lease = leases[static_cast<std::size_t>(w)];
-            for (int i = 0; Steady::now() < end; ++i) {
-              if (op == Op::fenced_write) {
-                auto s = co_await manager.session(
-                    sp::SessionOptions("bench").resource(lease.resource).fence(lease.token));
-                co_await s.write("k", sp::Value(i));
-                co_await s.commit();
-              } else {
-                auto again = co_await backend->acquire_lease(lease.resource, "bench", 30s);
-                if (again.token != lease.token) throw std::runtime_error("token changed");
-              }
-              ++count;
-            }
-            --running;
-          },
-          [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-          });
-    asio::steady_timer t(io);
-    while (running > 0) {
-      t.expires_after(2ms);
-      co_await t.async_wait(asio::use_awaitable);
-    }
+    co_await sp::bench::side_by_side(workers, [&](int w) -> asio::awaitable<void> {
+      const sp::Lease lease = leases[static_cast<std::size_t>(w)];
+      for (int i = 0; Steady::now() < end; ++i) {
+        if (op == Op::fenced_write) {
+          auto s = co_await manager.session(
+              sp::SessionOptions("bench").resource(lease.resource).fence(lease.token));
+          co_await s.write("k", sp::Value(i));
+          co_await s.commit();
+        } else {
+          auto again = co_await backend->acquire_lease(lease.resource, "bench", 30s);
+          if (again.token != lease.token) throw std::runtime_error("token changed");
+        }
+        ++count;
+      }
+    });
     t1 = Steady::now();
   };
-  // The Redis connection keeps the io_context busy: run until the body finished.
-  bool finished = false;
-  std::exception_ptr failure;
-  asio::co_spawn(io, body, [&](std::exception_ptr e) {
-    failure = e;
-    finished = true;
-  });
-  while (!finished) io.run_one();
-  if (failure) std::rethrow_exception(failure);
+  sp::bench::run_to_end(io, body);
   return static_cast<double>(count.load()) / std::chrono::duration<double>(t1 - t0).count();
 }
 

@@ -34,67 +34,25 @@
 #include <statepact/statepact.hpp>
 
 #include "redis_address.hpp"
+#include "shell.hpp"
+#include "workers.hpp"
 
 namespace sp = statepact;
+using sp::bench::env_or;
+using sp::bench::run_to_end;
+using sp::bench::shell;
+using sp::bench::shell_quoted;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
 namespace {
 
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-std::string shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw std::runtime_error("cannot run: " + cmd);
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  if (pclose(p) != 0) throw std::runtime_error(fmt::format("failed: {}\n{}", cmd, out));
-  return out;
-}
-
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs a coroutine to its end on `io` (a Redis connection keeps io busy, so no io.run()).
-void run(asio::io_context& io, std::function<asio::awaitable<void>()> body) {
-  bool finished = false;
-  std::exception_ptr failure;
-  asio::co_spawn(io, body, [&](std::exception_ptr e) {
-    failure = e;
-    finished = true;
-  });
-  io.restart();
-  while (!finished) io.run_one();
-  if (failure) std::rethrow_exception(failure);
-}
-
 // op(i) for every i in [from, to), `workers` calls at a time.
 asio::awaitable<void> spread(int workers, long from, long to,
                              std::function<asio::awaitable<void>(long)> op) {
-  auto ex = co_await asio::this_coro::executor;
-  int running = workers;
-  for (int w = 0; w < workers; ++w)
-    asio::co_spawn(
-        ex,
-        [&, w]() -> asio::awaitable<void> {
-          for (long i = from + w; i < to; i += workers) co_await op(i);
-          --running;
-        },
-        [](std::exception_ptr e) {
-          if (e) std::rethrow_exception(e);
-        });
-  asio::steady_timer t(ex);
-  while (running > 0) {
-    t.expires_after(1ms);
-    co_await t.async_wait(asio::use_awaitable);
-  }
+  co_await sp::bench::side_by_side(workers, [&](int w) -> asio::awaitable<void> {
+    for (long i = from + w; i < to; i += workers) co_await op(i);
+  });
 }
 
 enum class Op { acquire, renew, commit };
@@ -111,42 +69,28 @@ double measure(asio::io_context& io, B& b, sp::Manager<B>& m, const std::string&
                Op op, int workers, std::chrono::seconds length) {
   long done = 0;
   Steady::time_point t0, t1;
-  run(io, [&]() -> asio::awaitable<void> {
-    auto ex = co_await asio::this_coro::executor;
-    int running = workers;
+  run_to_end(io, [&]() -> asio::awaitable<void> {
     t0 = Steady::now();
     const auto end = t0 + length;
-    for (int w = 0; w < workers; ++w)
-      asio::co_spawn(
-          ex,
-          [&, w]() -> asio::awaitable<void> {
-            std::mt19937_64 rng(static_cast<unsigned>(w) * 7919u + 1);
-            std::uniform_int_distribution<long> pick(0, n - 1);
-            for (int i = 0; Steady::now() < end; ++i) {
-              const std::string r = fmt::format("{}-{}", prefix, pick(rng));
-              if (op == Op::acquire) {
-                auto l = co_await b.acquire_lease(r, "holder", 1h);
-                if (l.token != 1) throw std::runtime_error("unexpected token");
-              } else if (op == Op::renew) {
-                const sp::Lease lease{r, "holder", 1, {}, 1h};
-                co_await b.renew_lease(lease, std::nullopt);
-              } else {
-                auto s = co_await m.session(sp::SessionOptions("bench").resource(r).fence(1));
-                co_await s.write("k", sp::Value(i));
-                co_await s.commit();
-              }
-              ++done;
-            }
-            --running;
-          },
-          [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-          });
-    asio::steady_timer t(ex);
-    while (running > 0) {
-      t.expires_after(1ms);
-      co_await t.async_wait(asio::use_awaitable);
-    }
+    co_await sp::bench::side_by_side(workers, [&](int w) -> asio::awaitable<void> {
+      std::mt19937_64 rng(static_cast<unsigned>(w) * 7919u + 1);
+      std::uniform_int_distribution<long> pick(0, n - 1);
+      for (int i = 0; Steady::now() < end; ++i) {
+        const std::string r = fmt::format("{}-{}", prefix, pick(rng));
+        if (op == Op::acquire) {
+          auto l = co_await b.acquire_lease(r, "holder", 1h);
+          if (l.token != 1) throw std::runtime_error("unexpected token");
+        } else if (op == Op::renew) {
+          const sp::Lease lease{r, "holder", 1, {}, 1h};
+          co_await b.renew_lease(lease, std::nullopt);
+        } else {
+          auto s = co_await m.session(sp::SessionOptions("bench").resource(r).fence(1));
+          co_await s.write("k", sp::Value(i));
+          co_await s.commit();
+        }
+        ++done;
+      }
+    });
     t1 = Steady::now();
   });
   return static_cast<double>(done) / std::chrono::duration<double>(t1 - t0).count();
@@ -156,7 +100,7 @@ double measure(asio::io_context& io, B& b, sp::Manager<B>& m, const std::string&
 template <class B>
 void fill_through_api(asio::io_context& io, B& b, const std::string& prefix, long from, long to,
                       int workers) {
-  run(io, [&]() -> asio::awaitable<void> {
+  run_to_end(io, [&]() -> asio::awaitable<void> {
     co_await spread(workers, from, to, [&](long i) -> asio::awaitable<void> {
       const std::string r = fmt::format("{}-{}", prefix, i);
       co_await b.register_resource(r, sp::Value::object());
@@ -245,7 +189,7 @@ int main(int argc, char** argv) {
       asio::io_context io(1);
       sp::PostgresBackend b(io.get_executor(), pg_url,
                             sp::PostgresOptions().schema(schema).pool_size(8));
-      run(io, [&]() -> asio::awaitable<void> { co_await b.migrate(); });
+      run_to_end(io, [&]() -> asio::awaitable<void> { co_await b.migrate(); });
       // Registration and leases in bulk, straight into the backend's tables: a million calls
       // through the API would take minutes and measure nothing this benchmark is about.
       auto fill = [&](long from, long to) {
