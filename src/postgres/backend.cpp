@@ -218,7 +218,7 @@ class PostgresBackend::Impl {
   std::atomic<SessionId> next_session{0};
   std::atomic<std::uint64_t> next_seq{0};
   // Resources storage confirmed: sessions over them skip the existence check.
-  detail::KnownResources known;
+  detail::KnownResources known{options.known_resources()};
 };
 
 PostgresBackend::PostgresBackend(asio::any_io_executor ex, std::string url, PostgresOptions options)

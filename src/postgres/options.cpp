@@ -60,6 +60,11 @@ PostgresOptions& PostgresOptions::application_name(std::string name) {
   return *this;
 }
 
+PostgresOptions& PostgresOptions::known_resources(std::size_t n) {
+  known_resources_ = n;
+  return *this;
+}
+
 PostgresOptions& PostgresOptions::max_pessimistic_sessions(std::size_t n) {
   if (n == 0) throw InvalidArgumentError("max_pessimistic_sessions must be at least 1");
   max_pessimistic_sessions_ = n;

@@ -71,7 +71,7 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
   const RedisOptions options;
   const KeyLayout keys;
   // Resources storage confirmed: sessions over them begin without a round trip.
-  KnownResources known;
+  KnownResources known{options.known_resources()};
 
  private:
   std::string sha_of(Script s) const;

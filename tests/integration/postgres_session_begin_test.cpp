@@ -55,3 +55,28 @@ TEST_CASE("a session over resources this client saw registered begins without a 
     }
   });
 }
+
+TEST_CASE("a PostgreSQL backend told to remember no resources checks them at every begin",
+          "[postgres][integration]") {
+  CHECK(sp::PostgresOptions().known_resources() == 65536);
+  CHECK(sp::PostgresOptions().known_resources(0).known_resources() == 0);
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto app = sp::test::unique_application_name("it-unknown-all");
+    sp::PostgresBackend b(
+        ex, sp::test::postgres_test_url(),
+        sp::PostgresOptions().application_name(app).pool_size(1).known_resources(0));
+    const auto mine = sp::test::PostgresFixture(ex).resource("never-remembered");
+    co_await b.register_resource(mine);
+    sp::test::PostgresAdmin admin;
+    auto checked = [&] {
+      for (const auto& q : admin.last_queries(app))
+        if (q.find("statepact_missing") != std::string::npos) return true;
+      return false;
+    };
+    REQUIRE_FALSE(checked());
+    std::vector<std::string> names(1, mine);
+    auto id = co_await b.begin_session(names, sp::Isolation::optimistic);
+    b.end_session(id);
+    CHECK(checked());
+  });
+}

@@ -56,3 +56,22 @@ TEST_CASE("a session over resources this client saw registered begins without a 
     }
   });
 }
+
+TEST_CASE("a Redis backend told to remember no resources checks them at every begin",
+          "[redis][integration]") {
+  CHECK(sp::RedisOptions().known_resources() == 65536);
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const std::string client = "statepact-it-" + sp::test::random_hex();
+    sp::RedisBackend b(ex, sp::test::redis_test_url(),
+                       sp::RedisOptions().client_name(client).known_resources(0));
+    const std::string mine = "never-remembered-" + sp::test::random_hex();
+    co_await b.register_resource(mine);
+    sp::test::RedisAdmin admin;
+    co_await sp::test::sleep_for(1100ms);
+    REQUIRE(admin.client_field(client, "idle") != "0");
+    std::vector<std::string> names(1, mine);
+    auto id = co_await b.begin_session(names, sp::Isolation::optimistic);
+    b.end_session(id);
+    CHECK(admin.client_field(client, "idle") == "0");
+  });
+}

@@ -36,3 +36,13 @@ TEST_CASE("known resources: memory stays bounded, and a full set starts over",
   CHECK_FALSE(known.all_known({"a"}));
   CHECK_FALSE(known.all_known({"b"}));
 }
+
+TEST_CASE("known resources: capacity 0 remembers nothing, so every begin checks",
+          "[unit][known-resources]") {
+  KnownResources none(0);
+  none.remember("a");
+  none.remember(std::vector<std::string>{"b"});
+  CHECK(none.size() == 0);
+  CHECK_FALSE(none.all_known({"a"}));
+  CHECK(none.all_known({}));  // nothing to check
+}

@@ -17,6 +17,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/commit_request.hpp>
+#include <statepact/detail/known_resources.hpp>
 #include <statepact/inspect.hpp>
 #include <statepact/types.hpp>
 
@@ -71,6 +72,11 @@ class PostgresOptions {
   /// is ended by the server, which frees its row locks; its next lock or commit fails with
   /// BackendUnavailableError and nothing of it is applied.
   PostgresOptions& idle_in_transaction_timeout(milliseconds d);
+  /// How many resource names the backend remembers as registered (default 65,536; each costs
+  /// about its length plus 64 bytes): a session over remembered names begins without a round
+  /// trip, since resources are never removed and the commit checks them again. Past the limit the
+  /// memory starts over. 0: every session begins by checking its resources on the server.
+  PostgresOptions& known_resources(std::size_t n);
 
   /// Connections for single statements.
   std::size_t pool_size() const { return pool_size_; }
@@ -98,6 +104,8 @@ class PostgresOptions {
   std::size_t max_pessimistic_sessions() const { return max_pessimistic_sessions_; }
   /// idle_in_transaction_session_timeout of every connection.
   milliseconds idle_in_transaction_timeout() const { return idle_in_transaction_timeout_; }
+  /// How many resource names the backend remembers as registered.
+  std::size_t known_resources() const { return known_resources_; }
 
  private:
   std::size_t pool_size_ = 4;
@@ -111,6 +119,7 @@ class PostgresOptions {
   std::string application_name_ = "statepact";
   std::size_t max_pessimistic_sessions_ = 64;
   milliseconds idle_in_transaction_timeout_ = std::chrono::seconds(60);
+  std::size_t known_resources_ = detail::KnownResources::default_capacity;
 };
 
 /// One server setting that the backend's safety depends on, as check_server() found it.

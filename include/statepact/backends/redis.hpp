@@ -15,6 +15,7 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/commit_request.hpp>
+#include <statepact/detail/known_resources.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/inspect.hpp>
@@ -85,8 +86,19 @@ class RedisOptions {
     return *this;
   }
 
+  /// How many resource names the backend remembers as registered (default 65,536; each costs
+  /// about its length plus 64 bytes): a session over remembered names begins without a round
+  /// trip, since resources are never removed and the commit checks them again. Past the limit the
+  /// memory starts over. 0: every session begins by checking its resources on the server.
+  RedisOptions& known_resources(std::size_t n) {
+    known_resources_ = n;
+    return *this;
+  }
+
   /// Prepended to every key.
   const std::string& key_prefix() const { return prefix_; }
+  /// How many resource names the backend remembers as registered.
+  std::size_t known_resources() const { return known_resources_; }
   /// Whether the eviction check is skipped.
   bool allow_eviction_unsafe() const { return allow_eviction_; }
   /// The CLIENT SETNAME name; empty: none.
@@ -108,6 +120,7 @@ class RedisOptions {
   milliseconds retention_ = std::chrono::hours(24);
   milliseconds lock_ttl_{60000};
   bool allow_eviction_ = false;
+  std::size_t known_resources_ = detail::KnownResources::default_capacity;
 };
 
 /// One server setting that the backend's safety depends on, as check_server() found it.

@@ -16,11 +16,14 @@ class KnownResources {
  public:
   // At most `capacity` names are kept (each costs its bytes plus a node): past it the set starts
   // over, so a client that touches millions of resources keeps a bounded memory and pays one check
-  // per name again.
-  explicit KnownResources(std::size_t capacity = 65536) : capacity_(capacity ? capacity : 1) {}
+  // per name again. 0 keeps none: every session begins with the check.
+  explicit KnownResources(std::size_t capacity = default_capacity) : capacity_(capacity) {}
+
+  static constexpr std::size_t default_capacity = 65536;
 
   // True if every name is known to be registered (true for none).
   bool all_known(const std::vector<std::string>& names) const {
+    if (names.empty()) return true;
     std::lock_guard guard(mu_);
     for (const auto& n : names)
       if (!names_.count(n)) return false;
@@ -44,6 +47,7 @@ class KnownResources {
 
  private:
   void insert(const std::string& name) {
+    if (capacity_ == 0) return;
     if (names_.size() >= capacity_ && !names_.count(name)) names_.clear();
     names_.insert(name);
   }
