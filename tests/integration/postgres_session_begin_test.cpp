@@ -14,6 +14,17 @@
 
 namespace sp = statepact;
 
+namespace {
+
+// Whether a connection of `app` last ran the existence check of a session begin.
+bool checked_existence(sp::test::PostgresAdmin& admin, const std::string& app) {
+  for (const auto& q : admin.last_queries(app))
+    if (q.find("statepact_missing") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("a session over resources this client saw registered begins without a round trip",
           "[postgres][integration]") {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
@@ -26,11 +37,7 @@ TEST_CASE("a session over resources this client saw registered begins without a 
     co_await b.register_resource(mine);
     co_await other.register_resource(theirs);
     sp::test::PostgresAdmin admin;
-    auto checked = [&] {
-      for (const auto& q : admin.last_queries(app))
-        if (q.find("statepact_missing") != std::string::npos) return true;
-      return false;
-    };
+    auto checked = [&] { return checked_existence(admin, app); };
     REQUIRE_FALSE(checked());
     std::vector<std::string> known(1, mine);
     auto id1 = co_await b.begin_session(known, sp::Isolation::serializable);
@@ -68,11 +75,7 @@ TEST_CASE("a PostgreSQL backend told to remember no resources checks them at eve
     const auto mine = sp::test::PostgresFixture(ex).resource("never-remembered");
     co_await b.register_resource(mine);
     sp::test::PostgresAdmin admin;
-    auto checked = [&] {
-      for (const auto& q : admin.last_queries(app))
-        if (q.find("statepact_missing") != std::string::npos) return true;
-      return false;
-    };
+    auto checked = [&] { return checked_existence(admin, app); };
     REQUIRE_FALSE(checked());
     std::vector<std::string> names(1, mine);
     auto id = co_await b.begin_session(names, sp::Isolation::optimistic);
