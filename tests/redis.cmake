@@ -23,7 +23,8 @@ add_executable(statepact_integration_redis
   integration/redis_fence_test.cpp
   integration/redis_server_test.cpp
   integration/redis_errors_test.cpp
-  integration/redis_session_begin_test.cpp)
+  integration/redis_session_begin_test.cpp
+  integration/redis_lock_queue_test.cpp)
 target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgConfig::HIREDIS_TEST
   Catch2::Catch2WithMain)
 # The slot test computes slots with the backend's own (pure) slot.hpp.

@@ -13,6 +13,9 @@
 //                                                      default policy (a resource registered
 //                                                      before policies existed)
 //   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
+//   <prefix>:lockq:{<hex resource>}:<hex key>    hash  waiting owner -> "<S|X> <arrival ms>
+//                                                      <exp ms>": the key's queue, served in
+//                                                      arrival order
 //   <prefix>:waits                               hash  lock owner -> "<exp ms> <holder> ...": whom
 //                                                      a waiting owner waits for (one slot of its
 //                                                      own; the lock script never touches it)
@@ -65,6 +68,10 @@ class KeyLayout {
   std::string policy(const std::string& resource) const { return of("policy", resource); }
   std::string lock(const std::string& resource, const std::string& key) const {
     return of("lock", resource, key);
+  }
+  // The owners waiting for that lock, with when each arrived.
+  std::string lock_queue(const std::string& resource, const std::string& key) const {
+    return of("lockq", resource, key);
   }
   // The wait-for graph of every lock owner ("<instance hex>:<session number>"): one key, so the
   // deadlock walk names everything it reads.

@@ -1,7 +1,8 @@
 // A Redis lock wait's decisions, without I/O. Redis cannot block a script, so a lock that others
-// hold is polled: after each "wait" answer the waiter records whom it waits for (the deadlock
-// check), then sleeps a jittered, doubling backoff, until it is granted, refused, or its deadline
-// passes. Whatever ends the wait, a recorded waiter must remove its record.
+// hold is polled: after each "wait" answer the waiter holds a place in the key's queue, records
+// whom it waits for (the deadlock check), then sleeps a jittered, doubling backoff, until it is
+// granted, refused, or its deadline passes. Whatever ends the wait, a recorded waiter must remove
+// its record, and one that leaves without the lock must give up its place in the queue.
 #pragma once
 
 #include <algorithm>
@@ -25,8 +26,10 @@ class LockPoll {
   LockPoll(clock::time_point deadline, unsigned seed) : deadline_(deadline), rng_(seed) {}
 
   // The lock script's verdict. True: the wait is over (granted, or refused for good); false:
-  // others hold it, so record the wait (the wait script) and poll again.
+  // others hold it or queued first, so record the wait (the wait script) and poll again.
   bool on_lock(Verdict v) {
+    // A grant took the place out of the queue in the same script; a 'wait' (re)took it.
+    queued_ = v == Verdict::wait;
     if (v != Verdict::wait) return true;
     recorded_ = true;
     return false;
@@ -55,11 +58,17 @@ class LockPoll {
   // waiting (granted, timed out, cancelled, failed).
   bool recorded() const { return recorded_; }
 
+  // Whether this waiter holds a place in the key's queue that it must give up because it stops
+  // waiting without the lock (timed out, deadlocked, cancelled, failed); until then later
+  // requests queue behind it.
+  bool queued() const { return queued_; }
+
  private:
   clock::time_point deadline_;
   std::minstd_rand rng_;
   std::chrono::milliseconds backoff_ = first_backoff;
   bool recorded_ = false;
+  bool queued_ = false;
 };
 
 }  // namespace statepact::detail

@@ -273,8 +273,9 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   std::exception_ptr failure;
   try {
     for (;;) {
-      auto call = detail::encode_lock(impl->keys, owner, resource, key, mode,
-                                      impl->options.lock_record_ttl());
+      auto call =
+          detail::encode_lock(impl->keys, owner, resource, key, mode,
+                              impl->options.lock_record_ttl(), detail::LockPoll::wait_record_ttl);
       RedisReply r = co_await impl->eval(Script::lock, std::move(call.keys), std::move(call.args));
       detail::LockAnswer answer = detail::decode_lock(r);
       if (poll.on_lock(answer.verdict)) {
@@ -299,10 +300,15 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   } catch (...) {
     failure = std::current_exception();
   }
-  // Whatever ended the wait (a grant, a timeout, cancellation), it no longer waits for anything.
+  // Whatever ended the wait (a grant, a timeout, cancellation), it no longer waits for anything;
+  // leaving without the lock, it gives up its place in the queue at once, not at its expiry.
   if (poll.recorded()) {
     std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
     impl->fire_command(std::move(clear));
+  }
+  if (poll.queued()) {
+    std::vector<std::string> leave = {"HDEL", impl->keys.lock_queue(resource, key), owner};
+    impl->fire_command(std::move(leave));
   }
   if (failure) std::rethrow_exception(failure);
   co_return std::move(*entry);

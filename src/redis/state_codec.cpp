@@ -166,10 +166,11 @@ std::vector<std::optional<ResourceInfo>> decode_resource_info(
 
 ScriptCall encode_lock(const KeyLayout& layout, const std::string& owner,
                        const std::string& resource, const std::string& key, LockMode mode,
-                       milliseconds record_ttl) {
-  return ScriptCall{
-      {layout.lock(resource, key), layout.version(resource), layout.state(resource)},
-      {owner, mode == LockMode::shared ? "S" : "X", std::to_string(record_ttl.count()), key}};
+                       milliseconds record_ttl, milliseconds queue_ttl) {
+  return ScriptCall{{layout.lock(resource, key), layout.version(resource), layout.state(resource),
+                     layout.lock_queue(resource, key)},
+                    {owner, mode == LockMode::shared ? "S" : "X",
+                     std::to_string(record_ttl.count()), key, std::to_string(queue_ttl.count())}};
 }
 
 LockAnswer decode_lock(const RedisReply& r) {

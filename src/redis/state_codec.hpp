@@ -55,11 +55,12 @@ ScriptCall encode_resource_info(const KeyLayout& layout, const std::vector<std::
 std::vector<std::optional<ResourceInfo>> decode_resource_info(
     const RedisReply& reply, const std::vector<std::string>& names);
 
-// lock.lua: {'ok', entry or nil} | {'wait', holder, ...} | {'resource_not_found'}
-// `record_ttl` bounds how long a crashed client's lock record outlives it.
+// lock.lua: {'ok', entry or nil} | {'wait', blocker, ...} | {'resource_not_found'}
+// `record_ttl` bounds how long a crashed client's lock record outlives it; `queue_ttl` how long a
+// crashed waiter keeps its place in the key's queue (each poll renews it).
 ScriptCall encode_lock(const KeyLayout& layout, const std::string& owner,
                        const std::string& resource, const std::string& key, LockMode mode,
-                       milliseconds record_ttl);
+                       milliseconds record_ttl, milliseconds queue_ttl);
 LockAnswer decode_lock(const RedisReply& reply);
 
 // wait.lua, after a 'wait': records whom `owner` waits for and walks the wait-for graph.

@@ -66,6 +66,7 @@ TEST_CASE("every key of a resource lives in one slot", "[unit][cluster]") {
     CHECK(key_slot(keys.state(r)) == slot);
     CHECK(key_slot(keys.policy(r)) == slot);
     CHECK(key_slot(keys.lock(r, "k")) == slot);
+    CHECK(key_slot(keys.lock_queue(r, "k")) == slot);
     CHECK(key_slot(keys.idempotency(r, "key {x}")) == slot);
     CHECK(key_slot(keys.no_idempotency(r)) == slot);
   }

@@ -1,5 +1,5 @@
-// The Redis lock wait's decisions with no server and no clock: when the wait record exists and
-// must be removed, the doubling jittered backoff, and the deadline.
+// The Redis lock wait's decisions with no server and no clock: when the wait record and the place
+// in the key's queue exist and must be removed, the doubling jittered backoff, and the deadline.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -14,25 +14,38 @@ TEST_CASE("lock poll: a record exists from the first wait until a deadlock remov
   const auto t0 = d::LockPoll::clock::time_point{} + std::chrono::hours(1);
   d::LockPoll poll(t0 + milliseconds(100), 1);
   CHECK_FALSE(poll.recorded());
+  CHECK_FALSE(poll.queued());
   SECTION("granted at once: nothing to clean up") {
     CHECK(poll.on_lock(d::Verdict::ok));
     CHECK_FALSE(poll.recorded());
+    CHECK_FALSE(poll.queued());
   }
   SECTION("refused at once (not registered): nothing to clean up") {
     CHECK(poll.on_lock(d::Verdict::resource_not_found));
     CHECK_FALSE(poll.recorded());
+    CHECK_FALSE(poll.queued());
   }
-  SECTION("granted after waiting: the record must go") {
+  SECTION("granted after waiting: the record must go, the grant left the queue") {
     CHECK_FALSE(poll.on_lock(d::Verdict::wait));
     CHECK(poll.recorded());
+    CHECK(poll.queued());
     CHECK_FALSE(poll.on_wait(d::Verdict::ok));
     CHECK(poll.on_lock(d::Verdict::ok));
     CHECK(poll.recorded());
+    CHECK_FALSE(poll.queued());
   }
-  SECTION("a deadlock ends the wait, and the script already removed the record") {
+  SECTION("a deadlock ends the wait: the script removed the record, the place in the queue stays") {
     CHECK_FALSE(poll.on_lock(d::Verdict::wait));
     CHECK(poll.on_wait(d::Verdict::deadlock));
     CHECK_FALSE(poll.recorded());
+    CHECK(poll.queued());
+  }
+  SECTION("a timeout after waiting leaves both to remove") {
+    CHECK_FALSE(poll.on_lock(d::Verdict::wait));
+    CHECK_FALSE(poll.on_wait(d::Verdict::wait));
+    CHECK_FALSE(poll.next_delay(t0 + milliseconds(100)));
+    CHECK(poll.recorded());
+    CHECK(poll.queued());
   }
 }
 

@@ -199,11 +199,11 @@ TEST_CASE("redis state codec: register, exists, resource_info", "[codec][redis]"
 }
 
 TEST_CASE("redis lock codec: lock, wait, unlock", "[codec][redis]") {
-  const auto call = d::encode_lock(layout, "inst:3", "job", "k", sp::LockMode::exclusive, 30s);
+  const auto call = d::encode_lock(layout, "inst:3", "job", "k", sp::LockMode::exclusive, 30s, 2s);
   CHECK(call.keys == std::vector<std::string>{layout.lock("job", "k"), layout.version("job"),
-                                              layout.state("job")});
-  CHECK(call.args == std::vector<std::string>{"inst:3", "X", "30000", "k"});
-  CHECK(d::encode_lock(layout, "inst:3", "job", "k", sp::LockMode::shared, 30s).args[1] == "S");
+                                              layout.state("job"), layout.lock_queue("job", "k")});
+  CHECK(call.args == std::vector<std::string>{"inst:3", "X", "30000", "k", "2000"});
+  CHECK(d::encode_lock(layout, "inst:3", "job", "k", sp::LockMode::shared, 30s, 2s).args[1] == "S");
 
   const auto granted = d::decode_lock(arr({str("ok"), str("1 \"v\"")}));
   CHECK(granted.verdict == d::Verdict::ok);
