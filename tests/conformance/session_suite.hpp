@@ -616,6 +616,35 @@ TEMPLATE_LIST_TEST_CASE("idempotent commits replay their result and apply nothin
   });
 }
 
+TEMPLATE_LIST_TEST_CASE(
+    "an expired idempotency record frees its key while others still wait to be purged",
+    "[conformance][idempotency]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex, 1000ms);
+    sp::Manager<B> m(fx.backend());
+    const auto r = co_await conformance::make_resource(m, fx.resource("backlog"), R"({"n": 0})");
+    // More records than a commit purges at once (100 on memory and PostgreSQL), so the newest is
+    // still stored, expired, when its key comes back.
+    constexpr int records = 150;
+    const std::string key = fx.resource("backlog-key-");
+    for (int i = 0; i < records; ++i) {
+      auto s = co_await m.session(
+          sp::SessionOptions("filler").resource(r).idempotency_key(key + std::to_string(i)));
+      co_await s.write("n", i);
+      co_await s.commit();
+    }
+    co_await fx.advance(1500ms);
+    auto s = co_await m.session(
+        sp::SessionOptions("late").resource(r).idempotency_key(key + std::to_string(records - 1)));
+    co_await s.write("n", -1);  // a different request: an unexpired record would refuse it
+    auto result = co_await s.commit();
+    CHECK_FALSE(result.replayed);
+    auto after = co_await fx.backend().read(r, "n");
+    CHECK(after.value == sp::Value(-1));
+  });
+}
+
 TEMPLATE_LIST_TEST_CASE("run re-runs the whole transaction on conflicts, and only then",
                         "[conformance][retry]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {

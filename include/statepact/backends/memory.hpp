@@ -400,7 +400,8 @@ class MemoryBackend {
       if (timed) purge_idempotency(t);
       if (req.idempotency_key) {
         auto it = idempotency_.find(*req.idempotency_key);
-        if (it != idempotency_.end()) {
+        // An expired record may still wait for its purge: it counts as gone.
+        if (it != idempotency_.end() && it->second.expires > t) {
           if (it->second.fingerprint != req.fingerprint)
             detail::raise(detail::CommitRefusal::key_reused(), req);
           result = it->second.result;
@@ -532,8 +533,15 @@ class MemoryBackend {
     return result;
   }
 
+  // At most this many expired records go per commit, so no commit (and nobody waiting for the
+  // mutex meanwhile) pays for a large backlog, e.g. a million records that expired together; each
+  // commit adds at most one record, so the backlog still shrinks.
+  static constexpr int purge_batch = 100;
+
   void purge_idempotency(time_point t) {
-    while (!idempotency_order_.empty() && idempotency_order_.front().first <= t) {
+    for (int n = 0;
+         n < purge_batch && !idempotency_order_.empty() && idempotency_order_.front().first <= t;
+         ++n) {
       // A key purged and used again has a newer record: only its own expiry removes it.
       auto it = idempotency_.find(idempotency_order_.front().second);
       if (it != idempotency_.end() && it->second.expires <= t) idempotency_.erase(it);
