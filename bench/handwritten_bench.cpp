@@ -1,8 +1,11 @@
 // The whole transaction through the public API against what a team would write by hand, on the
 // same servers in the same run: a one-key fenced write (session with the lease's fence, write,
-// commit) against one hand-written statement (pgbench) or script (redis-benchmark), and a lease
-// acquire against one hand-written INSERT ... ON CONFLICT. The hand-written calls live beside this
-// file in bench/handwritten/, each doing only what the rule needs. A benchmark, never a timed test.
+// commit), a lease acquire (by its owner, extending it), a renew, and a release (after an acquire:
+// a release needs a lease, so the pair is one operation), each against one hand-written statement
+// (pgbench) or script (redis-benchmark; the release pair from threads with blocking hiredis
+// connections, since redis-benchmark sends one command per request). The hand-written calls live
+// beside this file in bench/handwritten/, each doing only what the rule needs. A benchmark, never
+// a timed test.
 //
 // Usage: statepact_bench_handwritten [postgres|redis|all] [seconds per run, default 2]
 //        [rounds, default 3]
@@ -20,7 +23,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <hiredis/hiredis.h>
 
 #include <fmt/format.h>
 
@@ -49,10 +55,40 @@ namespace {
 
 const std::string kDir = STATEPACT_BENCH_DIR "/handwritten/";
 
-enum class Op { fenced_write, acquire };
+enum class Op { fenced_write, acquire, renew, release };
 
 const char* name_of(Op op) {
-  return op == Op::fenced_write ? "one-key fenced write" : "acquire";
+  switch (op) {
+    case Op::fenced_write:
+      return "one-key fenced write";
+    case Op::acquire:
+      return "acquire";
+    case Op::renew:
+      return "renew";
+    case Op::release:
+      return "acquire + release";
+  }
+  return "?";
+}
+
+const char* file_of(Op op) {
+  switch (op) {
+    case Op::fenced_write:
+      return "fenced_write";
+    case Op::acquire:
+      return "acquire";
+    case Op::renew:
+      return "renew";
+    case Op::release:
+      return "release";
+  }
+  return "?";
+}
+
+// The targets of the comparison: a fenced write against hand-written SQL at 0.5, everything
+// else at 0.8.
+double target_of(const char* backend, Op op) {
+  return op == Op::fenced_write && std::string(backend) == "PostgreSQL" ? 0.5 : 0.8;
 }
 
 std::string resource(const std::string& prefix, int worker) {
@@ -85,9 +121,14 @@ double ours(std::function<std::unique_ptr<B>(asio::io_context&, int)> make, Op o
               sp::SessionOptions("bench").resource(lease.resource).fence(lease.token));
           co_await s.write("k", sp::Value(i));
           co_await s.commit();
-        } else {
+        } else if (op == Op::acquire) {
           auto again = co_await backend->acquire_lease(lease.resource, "bench", 30s);
           if (again.token != lease.token) throw std::runtime_error("token changed");
+        } else if (op == Op::renew) {
+          co_await backend->renew_lease(lease);
+        } else {
+          auto held = co_await backend->acquire_lease(lease.resource, "bench", 30s);
+          if (!co_await backend->release_lease(held)) throw std::runtime_error("release refused");
         }
         ++count;
       }
@@ -103,20 +144,21 @@ double ours(std::function<std::unique_ptr<B>(asio::io_context&, int)> make, Op o
 void postgres_setup(const std::string& url, const std::string& prefix, int workers) {
   shell(fmt::format("psql -q -v ON_ERROR_STOP=1 -f {} {}",
                     shell_quoted(kDir + "postgres_setup.sql"), shell_quoted(url)));
-  // Each pgbench client holds a live lease with token 1 on its own resource.
+  // Each pgbench client holds a live lease with token 1 on its own resource (again, after the
+  // release pairs of an earlier round moved the tokens on).
   std::string sql;
   for (int w = 0; w < workers; ++w)
     sql += fmt::format(
         "INSERT INTO handwritten_leases VALUES ('{}', 'bench', 1, now() + interval '1 hour') "
-        "ON CONFLICT DO NOTHING;",
+        "ON CONFLICT (resource) DO UPDATE SET owner = 'bench', token = 1, "
+        "expires_at = EXCLUDED.expires_at;",
         resource(prefix, w));
   shell(fmt::format("psql -q -v ON_ERROR_STOP=1 -c {} {}", shell_quoted(sql), shell_quoted(url)));
 }
 
 double pgbench(const std::string& url, const std::string& prefix, Op op, int clients,
                std::chrono::seconds length) {
-  const std::string file =
-      kDir + (op == Op::fenced_write ? "postgres_fenced_write.sql" : "postgres_acquire.sql");
+  const std::string file = kDir + fmt::format("postgres_{}.sql", file_of(op));
   const std::string out =
       shell(fmt::format("{} -n -M prepared -D prefix={} -f {} -c {} -j {} -T {} {}",
                         env_or("STATEPACT_PGBENCH", "pgbench"), prefix, shell_quoted(file), clients,
@@ -127,31 +169,52 @@ double pgbench(const std::string& url, const std::string& prefix, Op op, int cli
   return tps;
 }
 
-// ---- Redis: redis-benchmark running bench/handwritten/redis_fenced_write.lua --------------------
+// ---- Redis: redis-benchmark running bench/handwritten/redis_*.lua -----------------------------
 
 using RedisServer = sp::bench::RedisAddress;
 
-// Loads the script and sets the fence of the 8 resources redis-benchmark writes; returns the SHA.
-std::string redis_setup(const RedisServer& srv, const std::string& prefix) {
-  std::ifstream f(kDir + "redis_fenced_write.lua");
-  std::stringstream source;
-  source << f.rdbuf();
-  std::string sha = shell(fmt::format("redis-cli -h {} -p {} SCRIPT LOAD {}", srv.host, srv.port,
-                                      shell_quoted(source.str())));
-  sha.erase(sha.find_last_not_of(" \r\n") + 1);
-  for (int i = 0; i < 8; ++i)
-    shell(fmt::format("redis-cli -h {} -p {} SET {} 1", srv.host, srv.port,
+struct RedisScripts {
+  std::string fenced_write, acquire, renew, release;  // SHAs
+};
+
+// Loads the scripts, sets the fence of the 8 resources redis-benchmark writes, and gives each of
+// the 8 a lease of "bench" with token 1 (renewed by the renew script, extended by the acquire).
+RedisScripts redis_setup(const RedisServer& srv, const std::string& prefix) {
+  const std::string cli = fmt::format("redis-cli -h {} -p {}", srv.host, srv.port);
+  auto load = [&](const char* name) {
+    std::ifstream f(kDir + fmt::format("redis_{}.lua", name));
+    std::stringstream source;
+    source << f.rdbuf();
+    std::string sha = shell(fmt::format("{} SCRIPT LOAD {}", cli, shell_quoted(source.str())));
+    sha.erase(sha.find_last_not_of(" \r\n") + 1);
+    return sha;
+  };
+  RedisScripts s{load("fenced_write"), load("acquire"), load("renew"), load("release")};
+  for (int i = 0; i < 8; ++i) {
+    shell(fmt::format("{} SET {} 1", cli,
                       shell_quoted(fmt::format("{}:fence:{{{:012d}}}", prefix, i))));
-  return sha;
+    shell(fmt::format("{} EVALSHA {} 2 {} {} bench 3600000", cli, s.acquire,
+                      shell_quoted(fmt::format("{}:hwlease:{{{:012d}}}", prefix, i)),
+                      shell_quoted(fmt::format("{}:hwfence:{{{:012d}}}", prefix, i))));
+  }
+  return s;
 }
 
 // redis-benchmark --csv: "test","rps",...; the keys' __rand_int__ picks one of 8 resources.
-double redis_benchmark(const RedisServer& srv, const std::string& sha, const std::string& prefix,
-                       int clients, int requests) {
+double redis_benchmark(const RedisServer& srv, const RedisScripts& sha, Op op,
+                       const std::string& prefix, int clients, int requests) {
+  std::string call;
+  if (op == Op::fenced_write)
+    call = fmt::format("{} 2 {}:fence:{{__rand_int__}} {}:state:{{__rand_int__}} 1 k 1",
+                       sha.fenced_write, prefix, prefix);
+  else if (op == Op::acquire)
+    call = fmt::format("{} 2 {}:hwlease:{{__rand_int__}} {}:hwfence:{{__rand_int__}} bench 3600000",
+                       sha.acquire, prefix, prefix);
+  else
+    call = fmt::format("{} 1 {}:hwlease:{{__rand_int__}} bench 1 3600000", sha.renew, prefix);
   const std::string out =
-      shell(fmt::format("redis-benchmark -h {} -p {} -c {} -n {} -r 8 --csv EVALSHA {} 2 "
-                        "{}:fence:{{__rand_int__}} {}:state:{{__rand_int__}} 1 k 1",
-                        srv.host, srv.port, clients, requests, sha, prefix, prefix));
+      shell(fmt::format("redis-benchmark -h {} -p {} -c {} -n {} -r 8 --csv EVALSHA {}", srv.host,
+                        srv.port, clients, requests, call));
   std::istringstream lines(out);
   std::string last;
   for (std::string line; std::getline(lines, line);)
@@ -167,6 +230,42 @@ double redis_benchmark(const RedisServer& srv, const std::string& sha, const std
   } catch (...) {
     return -1;
   }
+}
+
+// The hand-written acquire + release pair on Redis: `clients` threads, each with its own blocking
+// hiredis connection and its own lease, acquire and then release with the token the acquire gave,
+// for `length`; pairs per second.
+double redis_release_pairs(const RedisServer& srv, const RedisScripts& sha,
+                           const std::string& prefix, int clients, std::chrono::seconds length) {
+  std::atomic<long> pairs{0};
+  std::atomic<bool> failed{false};
+  const auto t0 = Steady::now(), end = t0 + length;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      redisContext* ctx = redisConnect(srv.host.c_str(), srv.port);
+      const std::string lease = fmt::format("{}:hwpair:{{{}}}", prefix, c);
+      const std::string fence = fmt::format("{}:hwpairfence:{{{}}}", prefix, c);
+      while (ctx && !ctx->err && !failed && Steady::now() < end) {
+        auto* a = static_cast<redisReply*>(redisCommand(ctx, "EVALSHA %s 2 %s %s pair 30000",
+                                                        sha.acquire.c_str(), lease.c_str(),
+                                                        fence.c_str()));
+        const long long token = a && a->type == REDIS_REPLY_INTEGER ? a->integer : -1;
+        if (a) freeReplyObject(a);
+        auto* r = static_cast<redisReply*>(redisCommand(ctx, "EVALSHA %s 1 %s pair %lld",
+                                                        sha.release.c_str(), lease.c_str(), token));
+        const bool released = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        if (r) freeReplyObject(r);
+        if (token < 0 || !released) failed = true;
+        ++pairs;
+      }
+      if (!ctx || ctx->err) failed = true;
+      if (ctx) redisFree(ctx);
+    });
+  for (auto& t : threads) t.join();
+  if (failed) throw std::runtime_error("the hand-written acquire + release pair failed");
+  return static_cast<double>(pairs.load()) /
+         std::chrono::duration<double>(Steady::now() - t0).count();
 }
 
 void row(const char* backend, Op op, int workers, double mine, double theirs, double target) {
@@ -214,18 +313,18 @@ int main(int argc, char** argv) {
         };
     for (int workers : {1, 8}) {
       postgres_setup(pg_url, prefix + "-pg", workers);
-      for (Op op : {Op::fenced_write, Op::acquire}) {
+      for (Op op : {Op::fenced_write, Op::acquire, Op::renew, Op::release}) {
         const auto [mine, theirs] =
             compare([&] { return ours(make, op, prefix + "-pg", workers, length); },
                     [&] { return pgbench(pg_url, prefix + "-pg", op, workers, length); });
-        row("PostgreSQL", op, workers, mine, theirs, op == Op::fenced_write ? 0.5 : 0.8);
+        row("PostgreSQL", op, workers, mine, theirs, target_of("PostgreSQL", op));
       }
     }
   }
   const std::string redis_url = env_or("STATEPACT_TEST_REDIS_URL", "");
   if ((which == "all" || which == "redis") && !redis_url.empty()) {
     const RedisServer srv = sp::bench::redis_address(redis_url);
-    const std::string sha = redis_setup(srv, prefix);
+    const RedisScripts sha = redis_setup(srv, prefix);
     std::function<std::unique_ptr<sp::RedisBackend>(asio::io_context&, int)> make =
         [&](asio::io_context& io, int) {
           return std::make_unique<sp::RedisBackend>(io.get_executor(), redis_url);
@@ -233,16 +332,22 @@ int main(int argc, char** argv) {
     for (int workers : {1, 8}) {
       // redis-benchmark runs a fixed count: about what ours did in the same time at 1 worker.
       const int requests = workers == 1 ? 20000 : 80000;
-      const auto [mine, theirs] =
-          compare([&] { return ours(make, Op::fenced_write, prefix + "-redis", workers, length); },
-                  [&] { return redis_benchmark(srv, sha, prefix, workers, requests); });
-      row("Redis", Op::fenced_write, workers, mine, theirs, 0.8);
+      for (Op op : {Op::fenced_write, Op::acquire, Op::renew, Op::release}) {
+        const auto [mine, theirs] = compare(
+            [&] { return ours(make, op, prefix + "-redis", workers, length); },
+            [&] {
+              return op == Op::release ? redis_release_pairs(srv, sha, prefix, workers, length)
+                                       : redis_benchmark(srv, sha, op, prefix, workers, requests);
+            });
+        row("Redis", op, workers, mine, theirs, target_of("Redis", op));
+      }
     }
   }
   std::printf(
       "\n%d rounds of %lld s for ours, alternating who goes first; each side's median. Ours: the "
       "public API, one coroutine per worker on one thread; hand-written: pgbench / "
-      "redis-benchmark with one connection per worker.\n",
+      "redis-benchmark with one connection per worker (Redis's acquire + release pairs: a "
+      "thread per worker, blocking hiredis).\n",
       rounds, static_cast<long long>(length.count()));
   return 0;
 }
