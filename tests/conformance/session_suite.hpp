@@ -624,8 +624,8 @@ TEMPLATE_LIST_TEST_CASE(
     TestType fx(ex, 1000ms);
     sp::Manager<B> m(fx.backend());
     const auto r = co_await conformance::make_resource(m, fx.resource("backlog"), R"({"n": 0})");
-    // More records than a commit purges at once (100 on memory and PostgreSQL), so the newest is
-    // still stored, expired, when its key comes back.
+    // More records than a commit purges at once (4 on memory, 100 on PostgreSQL), so the newest
+    // is still stored, expired, when its key comes back.
     constexpr int records = 150;
     const std::string key = fx.resource("backlog-key-");
     for (int i = 0; i < records; ++i) {
