@@ -18,6 +18,7 @@ pkg_check_modules(STATEPACT_TEST_PQXX REQUIRED IMPORTED_TARGET libpqxx)
 add_executable(statepact_integration_postgres
   integration/postgres_deadline_test.cpp
   integration/postgres_errors_test.cpp
+  integration/postgres_idempotency_purge_test.cpp
   integration/postgres_isolation_test.cpp
   integration/postgres_sessions_bound_test.cpp
   integration/postgres_session_begin_test.cpp
