@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
                            std::chrono::system_clock::now().time_since_epoch() + margin)
                            .count();
     shell(fmt::format(
-        "{0} --scan --count 1000 --pattern {1} | awk -v t={2} '{{ printf "
+        "{0} --scan --pattern {1} | awk -v t={2} '{{ printf "
         "\"*3\\r\\n$9\\r\\nPEXPIREAT\\r\\n$%d\\r\\n%s\\r\\n$%d\\r\\n%s\\r\\n\", length($0), $0, "
         "length(t), t }}' | {0} --pipe >/dev/null",
         cli, idem_keys, at_ms));
@@ -268,14 +268,13 @@ int main(int argc, char** argv) {
     rows.push_back(measure(io, m, prefix, "purge", 8, length));
     rows.back().records = expired;
     const long purged = expired_keys() - expired_before;
-    const std::string left =
-        shell(fmt::format("{} --scan --count 1000 --pattern {} | wc -l", cli, idem_keys));
+    const std::string left = shell(fmt::format("{} --scan --pattern {} | wc -l", cli, idem_keys));
     print("Redis", 8, rows,
           fmt::format("({} keys expired by the server during the run; {} records left after it, "
                       "the run's own included)",
                       purged, left.substr(0, left.find_last_not_of("\n") + 1)));
-    shell(fmt::format("{0} --scan --count 1000 --pattern {1} | xargs -r -n 1000 {0} DEL >/dev/null",
-                      cli, shell_quoted(key_prefix + ":*")));
+    shell(fmt::format("{0} --scan --pattern {1} | xargs -r -n 1000 {0} DEL >/dev/null", cli,
+                      shell_quoted(key_prefix + ":*")));
   }
   std::printf(
       "\n%lld s per measurement; idempotent one-key commits, each worker on its own resource; "
