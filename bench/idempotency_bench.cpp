@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
     rows.back().records = many;
     // Every record so far gets one expiry, far enough ahead for one pipe of PEXPIREATs (RESP built
     // by awk) to set them all: a time already past would delete a key instead of expiring it.
-    const auto margin = std::chrono::seconds(5 + records / 100000);
+    const auto margin = std::chrono::seconds(10 + records / 20000);
     const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch() + margin)
                            .count();
