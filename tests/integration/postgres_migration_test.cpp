@@ -118,5 +118,8 @@ TEST_CASE("a version 1 schema is migrated and keeps its data", "[postgres][integ
   pqxx::nontransaction n(admin.connection());
   auto versions = n.exec("SELECT array_agg(version ORDER BY version)::text FROM " +
                          n.quote_name(schema) + ".statepact_schema_version");
-  CHECK(versions.at(0)[0].as<std::string>() == "{1,2,3,4,5,6}");
+  std::string every = "{1";
+  for (int v = 2; v <= sp::PostgresBackend::latest_schema_version(); ++v)
+    every += "," + std::to_string(v);
+  CHECK(versions.at(0)[0].as<std::string>() == every + "}");
 }
