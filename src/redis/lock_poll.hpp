@@ -25,6 +25,12 @@ class LockPoll {
 
   LockPoll(clock::time_point deadline, unsigned seed) : deadline_(deadline), rng_(seed) {}
 
+  // A lock script call is on its way. The script may take a place in the queue before its answer
+  // comes back, so until an answer says otherwise the place counts as taken: a lost answer (a
+  // dropped connection, a timeout, a cancelled wait) must not leave a place nobody gives up, which
+  // would hold every later request to the key behind a waiter that has gone.
+  void on_lock_sent() { queued_ = true; }
+
   // The lock script's verdict. True: the wait is over (granted, or refused for good); false:
   // others hold it or queued first, so record the wait (the wait script) and poll again.
   bool on_lock(Verdict v) {

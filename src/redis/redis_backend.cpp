@@ -276,6 +276,7 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
       auto call =
           detail::encode_lock(impl->keys, owner, resource, key, mode,
                               impl->options.lock_record_ttl(), detail::LockPoll::wait_record_ttl);
+      poll.on_lock_sent();
       RedisReply r = co_await impl->eval(Script::lock, std::move(call.keys), std::move(call.args));
       detail::LockAnswer answer = detail::decode_lock(r);
       if (poll.on_lock(answer.verdict)) {

@@ -40,6 +40,19 @@ TEST_CASE("lock poll: a record exists from the first wait until a deadlock remov
     CHECK_FALSE(poll.recorded());
     CHECK(poll.queued());
   }
+  SECTION("a lock call whose answer is lost may have queued: its place must go") {
+    poll.on_lock_sent();
+    CHECK(poll.queued());
+    CHECK_FALSE(poll.recorded());
+  }
+  SECTION("a lock call answered with a grant or a refusal left no place in the queue") {
+    poll.on_lock_sent();
+    CHECK(poll.on_lock(d::Verdict::ok));
+    CHECK_FALSE(poll.queued());
+    poll.on_lock_sent();
+    CHECK(poll.on_lock(d::Verdict::resource_not_found));
+    CHECK_FALSE(poll.queued());
+  }
   SECTION("a timeout after waiting leaves both to remove") {
     CHECK_FALSE(poll.on_lock(d::Verdict::wait));
     CHECK_FALSE(poll.on_wait(d::Verdict::wait));
