@@ -3,6 +3,7 @@
 #include <csignal>
 #include <ctime>
 #include <functional>
+#include <optional>
 
 #include <pthread.h>
 
@@ -56,6 +57,9 @@ struct RedisConnection::Request : RequestBook {
   std::function<void(std::exception_ptr, RedisReply)> done;
   std::shared_ptr<Link> link;
   Args args;
+  Around around;
+  bool after_due = false;           // `around.after` was queued: the call ends with its reply
+  std::optional<RedisReply> first;  // the call's own reply, while that one is due
 };
 
 struct RedisConnection::SetupStep {
@@ -141,8 +145,12 @@ RedisConnection::RedisConnection(asio::any_io_executor ex, RedisUrl url,
 RedisConnection::~RedisConnection() = default;
 
 asio::awaitable<RedisReply> RedisConnection::call(Args args, LostReply lost) {
+  return call(std::move(args), lost, Around{});
+}
+
+asio::awaitable<RedisReply> RedisConnection::call(Args args, LostReply lost, Around around) {
   auto self = shared_from_this();
-  auto initiation = [self, lost](auto handler, Args a) {
+  auto initiation = [self, lost, around = std::move(around)](auto handler, Args a) {
     using Handler = decltype(handler);
     auto h = std::make_shared<Handler>(std::move(handler));
     // The caller's executor, tracked so its io_context keeps running until we complete.
@@ -151,6 +159,7 @@ asio::awaitable<RedisReply> RedisConnection::call(Args args, LostReply lost) {
     auto req = std::make_shared<Request>(lost);
     req->owner = self;
     req->args = std::move(a);
+    req->around = around;
     req->done = [h, target](std::exception_ptr e, RedisReply r) {
       asio::post(target, [h, e, r = std::move(r)]() mutable { (*h)(e, std::move(r)); });
     };
@@ -194,31 +203,64 @@ void RedisConnection::start(const std::shared_ptr<Request>& req) {
   send(req, idle);
 }
 
-void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
+namespace {
+
+// One command into hiredis's output buffer, as argv.
+int queue_command(redisAsyncContext* ac, redisCallbackFn* fn, void* privdata,
+                  const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
-  argv.reserve(req->args->size());
-  lens.reserve(req->args->size());
-  for (const auto& a : *req->args) {
+  argv.reserve(args.size());
+  lens.reserve(args.size());
+  for (const auto& a : args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
+  return redisAsyncCommandArgv(ac, fn, privdata, static_cast<int>(argv.size()), argv.data(),
+                               lens.data());
+}
+
+}  // namespace
+
+void RedisConnection::send(const std::shared_ptr<Request>& req, bool idle) {
   auto link = link_;
   auto* holder = new std::shared_ptr<Request>(req);
   link->io.in_start = true;
-  const int rc = redisAsyncCommandArgv(link->ac, &RedisConnection::on_reply, holder,
-                                       static_cast<int>(argv.size()), argv.data(), lens.data());
-  link->io.in_start = false;
+  // All of a request's commands are queued in this one strand turn, so no other caller's command
+  // falls between them.
+  int rc = REDIS_OK;
+  if (req->around.before) rc = queue_command(link->ac, nullptr, nullptr, *req->around.before);
+  if (rc == REDIS_OK) rc = queue_command(link->ac, &RedisConnection::on_reply, holder, *req->args);
   if (rc != REDIS_OK) {
+    link->io.in_start = false;
     delete holder;
     return complete(*req, unavailable("the connection is closing"), {});
   }
+  if (req->around.after) {
+    auto* after_holder = new std::shared_ptr<Request>(req);
+    if (queue_command(link->ac, &RedisConnection::on_after_reply, after_holder,
+                      *req->around.after) != REDIS_OK) {
+      delete after_holder;
+      // The call itself is queued and may still run: its outcome is unknown.
+      link->io.in_start = false;
+      req->link = link;
+      return complete(*req,
+                      lost_reply_error("redis", req->lost(), Loss::disconnected,
+                                       "the connection closed under the call"),
+                      {});
+    }
+    req->after_due = true;
+  }
+  link->io.in_start = false;
   // It waited for this link's setup: already watched.
   const bool watched = req->link == link && req->stage() == RequestBook::Stage::waiting;
   req->link = link;
   req->written();
   // hiredis copied the command; only a read keeps it, for a resend.
-  if (!req->keeps_command()) req->args.reset();
+  if (!req->keeps_command()) {
+    req->args.reset();
+    req->around = Around{};
+  }
   if (!watched) watch(req);
   if (!link->state.alive() || !link->state.connected() || !link->io.writing || link->io.write_armed)
     return;
@@ -412,10 +454,35 @@ void RedisConnection::on_reply(redisAsyncContext* ac, void* reply, void* privdat
   std::unique_ptr<std::shared_ptr<Request>> holder(
       static_cast<std::shared_ptr<Request>*>(privdata));
   Request& req = **holder;
-  if (reply) return complete(req, nullptr, convert(static_cast<redisReply*>(reply)));
+  if (reply) {
+    RedisReply r = convert(static_cast<redisReply*>(reply));
+    // A command follows it: the call completes with that one's reply.
+    if (req.after_due) {
+      req.first = std::move(r);
+      return;
+    }
+    return complete(req, nullptr, std::move(r));
+  }
   // hiredis runs the pending callbacks before its disconnect callback: take the reason here.
   if (req.link->error.empty() && ac->err) req.link->error = ac->errstr;
   if (resend(*holder)) return;
+  complete(req, lost_error(req, *req.link), {});
+}
+
+void RedisConnection::on_after_reply(redisAsyncContext* ac, void* reply, void* privdata) {
+  std::unique_ptr<std::shared_ptr<Request>> holder(
+      static_cast<std::shared_ptr<Request>*>(privdata));
+  Request& req = **holder;
+  if (reply && req.first) {
+    RedisReply both;
+    both.type = RedisReply::Type::array;
+    both.elements.push_back(std::move(*req.first));
+    both.elements.push_back(convert(static_cast<redisReply*>(reply)));
+    req.first.reset();
+    return complete(req, nullptr, std::move(both));
+  }
+  if (req.finished()) return;
+  if (req.link->error.empty() && ac->err) req.link->error = ac->errstr;
   complete(req, lost_error(req, *req.link), {});
 }
 

@@ -45,6 +45,16 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
     return call(std::make_shared<const std::vector<std::string>>(std::move(args)), lost);
   }
 
+  // Commands that must sit right next to a call on the same link, with nothing of other callers
+  // between them: `before` is sent just ahead of it and its reply dropped (ASKING, which holds for
+  // the next command only); `after` is sent right behind it (WAIT, which counts this link's
+  // writes), and the call's reply is then an array of the two replies.
+  struct Around {
+    Args before;
+    Args after;
+  };
+  asio::awaitable<RedisReply> call(Args args, LostReply lost, Around around);
+
   // Stops accepting commands; replies already on the way are still delivered.
   void close();
 
@@ -73,6 +83,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
 
   // hiredis callbacks and event hooks.
   static void on_reply(::redisAsyncContext* ac, void* reply, void* privdata);
+  static void on_after_reply(::redisAsyncContext* ac, void* reply, void* privdata);
   static void on_connect(const ::redisAsyncContext* ac, int status);
   static void on_disconnect(const ::redisAsyncContext* ac, int status);
   static void ev_add_read(void* data);

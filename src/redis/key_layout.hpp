@@ -1,28 +1,34 @@
 // Where everything lives in Redis. Resource names, keys and idempotency keys are hex-encoded
 // inside the key names, so no name can collide with another or break a hash tag, whatever bytes
-// it holds ('{', '}', ':', spaces, unicode). The encoded resource is the hash tag: every key of a
-// resource (lease, fence, version, state, locks) lives in the same cluster slot.
+// it holds ('{', '}', ':', spaces, unicode). Every key of a resource (lease, fence, version, state,
+// locks) carries the same hash tag, so it lives in the same cluster slot:
 //
-//   <prefix>:lease:{<hex resource>}              hash  owner, token, exp (server ms), ttl (ms);
-//                                                      a released one keeps its token
-//   <prefix>:fence:{<hex resource>}              int   highest token ever issued; never deleted
+//   a plain name:        <prefix>:<kind>:{<hex name>}
+//   a name with a group: <prefix>:<kind>:=<hex name>{<hex group>}
+//
+// A name's group follows Redis's hash-tag rule on the name itself: what lies between its first '{'
+// and the first '}' after it, when that is not empty ("{order-17}/items" is in group "order-17").
+// Resources of one group share a slot, so one script can touch them all on a cluster. The two
+// forms differ in the character after "<kind>:", so a plain name never meets a grouped one.
+//
+//   <prefix>:lease:<R>              hash  owner, token, exp (server ms), ttl (ms); a released one
+//                                         keeps its token
+//   <prefix>:fence:<R>              int   highest token ever issued; never deleted
 //   (the high-water mark is the larger of the two tokens: either key alone keeps it)
-//   <prefix>:version:{<hex resource>}            int   commits that wrote it; exists = registered
-//   <prefix>:state:{<hex resource>}              hash  key -> "<version> <json>" or "<version>"
-//   <prefix>:policy:{<hex resource>}             hash  fence_required -> '1' | '0'; absent: the
-//                                                      default policy (a resource registered
-//                                                      before policies existed)
-//   <prefix>:lock:{<hex resource>}:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
-//   <prefix>:lockq:{<hex resource>}:<hex key>    hash  waiting owner -> "<S|X> <arrival ms>
-//                                                      <exp ms>": the key's queue, served in
-//                                                      arrival order
-//   <prefix>:waits                               hash  lock owner -> "<exp ms> <holder> ...": whom
-//                                                      a waiting owner waits for (one slot of its
-//                                                      own; the lock script never touches it)
-//   <prefix>:idem:{<hex resource>}:<hex key>     hash  fp, result (JSON); expires by retention
+//   <prefix>:version:<R>            int   commits that wrote it; exists = registered
+//   <prefix>:state:<R>              hash  key -> "<version> <json>" or "<version>"
+//   <prefix>:policy:<R>             hash  fence_required -> '1' | '0'; absent: the default policy
+//                                         (a resource registered before policies existed)
+//   <prefix>:lock:<R>:<hex key>     hash  lock owner -> "S:<exp ms>" / "X:<exp ms>"
+//   <prefix>:lockq:<R>:<hex key>    hash  waiting owner -> "<S|X> <arrival ms> <exp ms>": the
+//                                         key's queue, served in arrival order
+//   <prefix>:waits                  hash  lock owner -> "<exp ms> <holder> ...": whom a waiting
+//                                         owner waits for (one slot of its own; the lock script
+//                                         never touches it)
+//   <prefix>:idem:<R>:<hex key>     hash  fp, result (JSON); expires by retention
 //
-// An idempotency record lives in the slot of the commit's first resource, so a single-resource
-// commit (its record included) touches one slot only.
+// where <R> is the resource's part above. An idempotency record lives in the slot of the commit's
+// first resource, so a single-resource commit (its record included) touches one slot only.
 #pragma once
 
 #include <optional>
@@ -57,6 +63,15 @@ inline std::optional<std::string> decode_hex(std::string_view hex) {
   return out;
 }
 
+// A resource name's group (see above), or nullopt when it has none.
+inline std::optional<std::string_view> resource_group(std::string_view name) {
+  const auto open = name.find('{');
+  if (open == std::string_view::npos) return std::nullopt;
+  const auto close = name.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return std::nullopt;
+  return name.substr(open + 1, close - open - 1);
+}
+
 class KeyLayout {
  public:
   explicit KeyLayout(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -79,25 +94,43 @@ class KeyLayout {
   std::string idempotency(const std::string& resource, const std::string& key) const {
     return of("idem", resource, key);
   }
-  // A SCAN MATCH pattern for every key of a kind whose (hex) resource name starts with
-  // `name_prefix`; the key prefix's own glob characters are escaped.
+  // A SCAN MATCH pattern for every key of a kind whose resource name starts with `name_prefix`,
+  // plain or grouped ("[{=]" matches both forms); the key prefix's own glob characters are
+  // escaped.
   std::string scan_pattern(std::string_view kind, std::string_view name_prefix) const {
     std::string out;
     for (char c : prefix_) {
       if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
       out.push_back(c);
     }
-    out.append(":").append(kind).append(":{");
+    out.append(":").append(kind).append(":[{=]");
     append_hex(out, name_prefix);
     out.push_back('*');
     return out;
   }
-  // The resource name of a "<prefix>:<kind>:{<hex>}" key; empty for any other key.
+  // The resource name of a "<prefix>:<kind>:<R>" key (no suffix); empty for any other key.
   std::optional<std::string> resource_of(std::string_view kind, std::string_view key) const {
-    const std::string head = prefix_ + ":" + std::string(kind) + ":{";
-    if (key.size() < head.size() + 1 || key.substr(0, head.size()) != head || key.back() != '}')
+    const std::string head = prefix_ + ":" + std::string(kind) + ":";
+    if (key.size() < head.size() + 2 || key.substr(0, head.size()) != head || key.back() != '}')
       return std::nullopt;
-    return decode_hex(key.substr(head.size(), key.size() - head.size() - 1));
+    key.remove_prefix(head.size());
+    std::optional<std::string> name;
+    if (key.front() == '{')
+      name = decode_hex(key.substr(1, key.size() - 2));
+    else if (key.front() == '=')
+      name = decode_hex(key.substr(1, key.find('{') - 1));
+    // Only the form this layout writes for that name: a key made by anything else is not ours.
+    if (!name) return std::nullopt;
+    std::string expected;
+    append_part(expected, *name);
+    if (expected != key) return std::nullopt;
+    return name;
+  }
+  // The hash-tag content every key of `resource` shares (what CLUSTER KEYSLOT hashes).
+  static std::string slot_tag(std::string_view resource) {
+    std::string out;
+    append_hex(out, resource_group(resource).value_or(resource));
+    return out;
   }
 
   // Passed where a commit has no idempotency record: in the resource's slot, never read or written
@@ -105,16 +138,26 @@ class KeyLayout {
   std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }
 
  private:
-  // "<prefix>:<kind>:{<hex name>}" and, with a suffix, ":<hex suffix>" after it: built in one
-  // buffer, since every operation makes a few of these.
+  // Appends the resource's part of its keys: "{<hex name>}" or "=<hex name>{<hex group>}".
+  static void append_part(std::string& out, std::string_view name) {
+    if (auto group = resource_group(name)) {
+      out.push_back('=');
+      append_hex(out, name);
+      name = *group;
+    }
+    out.push_back('{');
+    append_hex(out, name);
+    out.push_back('}');
+  }
+
+  // "<prefix>:<kind>:<R>" and, with a suffix, ":<hex suffix>" after it.
   std::string of(std::string_view kind, std::string_view name,
                  std::optional<std::string_view> suffix = std::nullopt) const {
     std::string out;
-    out.reserve(prefix_.size() + kind.size() + 2 * name.size() + 5 +
+    out.reserve(prefix_.size() + kind.size() + 4 * name.size() + 8 +
                 (suffix ? 1 + 2 * suffix->size() : 0));
-    out.append(prefix_).append(":").append(kind).append(":{");
-    append_hex(out, name);
-    out.push_back('}');
+    out.append(prefix_).append(":").append(kind).append(":");
+    append_part(out, name);
     if (suffix) {
       out.push_back(':');
       append_hex(out, *suffix);

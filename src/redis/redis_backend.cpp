@@ -16,6 +16,7 @@
 #include <statepact/detail/validate.hpp>
 #include <statepact/detail/verdicts.hpp>
 
+#include "colocation.hpp"
 #include "commit_codec.hpp"
 #include "lease_codec.hpp"
 #include "lock_poll.hpp"
@@ -23,6 +24,7 @@
 #include "reply_reader.hpp"
 #include "server_check.hpp"
 #include "server_errors.hpp"
+#include "slot.hpp"
 #include "state_codec.hpp"
 
 namespace statepact {
@@ -33,29 +35,63 @@ using detail::RedisReply;
 using detail::Script;
 using namespace detail::reply_reader;
 
-// Every key of a kind whose resource matches the glob, with its resource name, sorted by name.
+// Every key of a kind whose resource matches the glob, with its resource name, sorted by name. On
+// a cluster, every master's keys.
 asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
     detail::RedisImpl& impl, const char* kind, const std::optional<std::string>& glob) {
   const std::string pattern =
       impl.keys.scan_pattern(kind, glob ? detail::glob_literal_prefix(*glob) : std::string());
   std::map<std::string, std::string> found;  // name -> key; SCAN may return a key twice
-  std::string cursor = "0";
-  do {
-    std::vector<std::string> args = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-    RedisReply r = co_await impl.command(std::move(args), detail::LostReply::read());
-    if (r.is_error()) detail::throw_redis_server_error("SCAN", r.str);
-    cursor = str_at(r, 0, "SCAN");
-    const auto& keys = at(r, 1, "SCAN");
-    for (const auto& k : keys.elements) {
-      auto name = impl.keys.resource_of(kind, k.str);
-      if (name && detail::glob_accepts(glob, *name)) found.emplace(std::move(*name), k.str);
-    }
-  } while (cursor != "0");
+  const auto masters = co_await impl.router().masters();
+  for (const auto& node : masters) {
+    std::string cursor = "0";
+    do {
+      std::vector<std::string> args = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+      RedisReply r = co_await node->call(std::move(args), detail::LostReply::read());
+      if (r.is_error()) detail::throw_redis_server_error("SCAN", r.str);
+      cursor = str_at(r, 0, "SCAN");
+      const auto& keys = at(r, 1, "SCAN");
+      for (const auto& k : keys.elements) {
+        auto name = impl.keys.resource_of(kind, k.str);
+        if (name && detail::glob_accepts(glob, *name)) found.emplace(std::move(*name), k.str);
+      }
+    } while (cursor != "0");
+  }
   co_return std::vector<std::pair<std::string, std::string>>(found.begin(), found.end());
+}
+
+// Batches of at most inspect_batch names for one script each: on a cluster, of one slot each
+// (in the order of their first name), on one server in the order given.
+std::vector<std::vector<std::size_t>> batches_of(const std::vector<std::string>& names,
+                                                 bool by_slot);
+
+bool first_is(const RedisReply& r, std::string_view word) {
+  return r.type == RedisReply::Type::array && !r.elements.empty() &&
+         r.elements[0].type == RedisReply::Type::string && r.elements[0].str == word;
+}
+
+bool integer_is(const RedisReply& r, long long n) {
+  return r.type == RedisReply::Type::integer && r.integer == n;
 }
 
 // Keys per script call when reading many: small enough not to block the server for long.
 constexpr std::size_t inspect_batch = 256;
+
+std::vector<std::vector<std::size_t>> batches_of(const std::vector<std::string>& names,
+                                                 bool by_slot) {
+  std::vector<std::vector<std::size_t>> out;
+  std::map<int, std::size_t> open;  // slot -> its batch being filled
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const int slot = by_slot ? detail::resource_slot(names[i]) : 0;
+    auto it = open.find(slot);
+    if (it == open.end() || out[it->second].size() == inspect_batch) {
+      out.emplace_back();
+      it = open.insert_or_assign(slot, out.size() - 1).first;
+    }
+    out[it->second].push_back(i);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -98,7 +134,9 @@ asio::awaitable<Lease> RedisBackend::acquire_lease(std::string resource, std::st
   detail::validate_ttl(ttl);
   auto impl = impl_;
   auto call = detail::encode_acquire(impl->keys, resource, owner, ttl);
-  RedisReply r = co_await impl->eval(Script::acquire, std::move(call.keys), std::move(call.args));
+  RedisReply r = co_await impl->eval_durable(
+      Script::acquire, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
+      "the lease", [](const RedisReply& x) { return first_is(x, "ok"); });
   co_return detail::lease_or_raise(detail::decode_acquire(r, resource, owner, ttl), owner);
 }
 
@@ -108,7 +146,9 @@ asio::awaitable<Lease> RedisBackend::renew_lease(Lease lease, std::optional<mill
   detail::validate_ttl(t);
   auto impl = impl_;
   auto call = detail::encode_renew(impl->keys, lease, t);
-  RedisReply r = co_await impl->eval(Script::renew, std::move(call.keys), std::move(call.args));
+  RedisReply r = co_await impl->eval_durable(
+      Script::renew, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
+      "the renewal", [](const RedisReply& x) { return first_is(x, "ok"); });
   co_return detail::renewed_or_raise(detail::decode_renew(r, lease, t), lease);
 }
 
@@ -135,20 +175,25 @@ asio::awaitable<std::vector<LeaseInfo>> RedisBackend::list_leases(std::optional<
   if (glob) detail::validate_glob(*glob);
   auto impl = impl_;
   const auto keys = co_await scan_kind(*impl, "lease", glob);
+  std::vector<std::string> names;
+  for (const auto& k : keys) names.push_back(k.first);
+  const bool cluster = co_await impl->router().clustered();
   std::vector<LeaseInfo> out;
-  for (std::size_t begin = 0; begin < keys.size(); begin += inspect_batch) {
-    const std::size_t end = std::min(keys.size(), begin + inspect_batch);
-    std::vector<std::string> batch;
-    for (std::size_t i = begin; i < end; ++i) batch.push_back(keys[i].second);
+  for (const auto& batch : batches_of(names, cluster)) {
+    std::vector<std::string> batch_keys;
+    for (std::size_t i : batch) batch_keys.push_back(keys[i].second);
     std::vector<std::string> args;
-    RedisReply r = co_await impl->eval(Script::lease_info, std::move(batch), std::move(args),
+    RedisReply r = co_await impl->eval(Script::lease_info, std::move(batch_keys), std::move(args),
                                        detail::LostReply::read());
     const std::uint64_t now = num_at(r, 0, "list_leases");
-    for (std::size_t i = begin; i < end; ++i)
+    for (std::size_t j = 0; j < batch.size(); ++j)
       if (auto info =
-              detail::decode_live_lease(at(r, 1 + i - begin, "list_leases"), keys[i].first, now))
+              detail::decode_live_lease(at(r, 1 + j, "list_leases"), keys[batch[j]].first, now))
         out.push_back(std::move(*info));
   }
+  // Batches by slot come back out of name order.
+  std::sort(out.begin(), out.end(),
+            [](const LeaseInfo& a, const LeaseInfo& b) { return a.resource < b.resource; });
   co_return out;
 }
 
@@ -168,17 +213,21 @@ asio::awaitable<std::vector<ResourceInfo>> RedisBackend::list_resources(
   if (glob) detail::validate_glob(*glob);
   auto impl = impl_;
   const auto found = co_await scan_kind(*impl, "version", glob);
+  std::vector<std::string> all;
+  for (const auto& f : found) all.push_back(f.first);
+  const bool cluster = co_await impl->router().clustered();
   std::vector<ResourceInfo> out;
-  for (std::size_t begin = 0; begin < found.size(); begin += inspect_batch) {
-    const std::size_t end = std::min(found.size(), begin + inspect_batch);
+  for (const auto& batch : batches_of(all, cluster)) {
     std::vector<std::string> names;
-    for (std::size_t i = begin; i < end; ++i) names.push_back(found[i].first);
+    for (std::size_t i : batch) names.push_back(all[i]);
     auto call = detail::encode_resource_info(impl->keys, names);
     RedisReply r = co_await impl->eval(Script::resource_info, std::move(call.keys),
                                        std::move(call.args), detail::LostReply::read());
     for (auto& info : detail::decode_resource_info(r, names))
       if (info) out.push_back(std::move(*info));  // empty: deleted since the scan
   }
+  std::sort(out.begin(), out.end(),
+            [](const ResourceInfo& a, const ResourceInfo& b) { return a.name < b.name; });
   co_return out;
 }
 
@@ -186,7 +235,9 @@ asio::awaitable<std::optional<RevokedLease>> RedisBackend::revoke_lease(std::str
   detail::validate_name("resource name", resource);
   auto impl = impl_;
   auto call = detail::encode_revoke(impl->keys, resource);
-  RedisReply r = co_await impl->eval(Script::revoke, std::move(call.keys), std::move(call.args));
+  RedisReply r = co_await impl->eval_durable(
+      Script::revoke, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
+      "the revocation", [](const RedisReply& x) { return first_is(x, "revoked"); });
   co_return detail::decode_revoke(r, resource);
 }
 
@@ -197,8 +248,10 @@ asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value in
   detail::validate_initial_state(name, initial_state);
   auto impl = impl_;
   auto call = detail::encode_register(impl->keys, name, initial_state, policy);
-  RedisReply r =
-      co_await impl->eval(Script::register_resource, std::move(call.keys), std::move(call.args));
+  RedisReply r = co_await impl->eval_durable(Script::register_resource, std::move(call.keys),
+                                             std::move(call.args), detail::LostReply::write(),
+                                             "the registration",
+                                             [](const RedisReply& x) { return integer_is(x, 1); });
   const bool created = detail::decode_register(r);
   impl->known.remember(name);
   co_return created;
@@ -208,8 +261,9 @@ asio::awaitable<void> RedisBackend::set_resource_policy(std::string name, Resour
   detail::validate_name("resource name", name);
   auto impl = impl_;
   auto call = detail::encode_set_policy(impl->keys, name, policy);
-  RedisReply r =
-      co_await impl->eval(Script::set_policy, std::move(call.keys), std::move(call.args));
+  RedisReply r = co_await impl->eval_durable(
+      Script::set_policy, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
+      "the policy change", [](const RedisReply& x) { return integer_is(x, 1); });
   detail::found_or_raise(detail::decode_set_policy(r, name));
 }
 
@@ -236,6 +290,10 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
     std::vector<std::string> resources) {
   for (const auto& r : resources) detail::validate_name("resource name", r);
   auto impl = impl_;
+  if (detail::spans_slots(resources)) {
+    const bool cluster = co_await impl->router().clustered();
+    if (cluster) detail::require_one_slot("the snapshot", resources);
+  }
   auto call = detail::encode_snapshot(impl->keys, resources);
   RedisReply r = co_await impl->eval(Script::snapshot, std::move(call.keys), std::move(call.args),
                                      detail::LostReply::read());
@@ -247,6 +305,12 @@ asio::awaitable<std::vector<ResourceSnapshot>> RedisBackend::snapshot(
 asio::awaitable<SessionId> RedisBackend::begin_session(std::vector<std::string> resources,
                                                        Isolation) {
   auto impl = impl_;
+  // A session's commit and locks are scripts over its resources: on a cluster they must share a
+  // slot, and the session says so before it starts, not at its commit.
+  if (detail::spans_slots(resources)) {
+    const bool cluster = co_await impl->router().clustered();
+    if (cluster) detail::require_one_slot("the session", resources);
+  }
   if (!impl->known.all_known(resources)) {
     auto call = detail::encode_exists(impl->keys, resources);
     RedisReply r = co_await impl->eval(Script::exists, std::move(call.keys), std::move(call.args),
@@ -305,11 +369,12 @@ asio::awaitable<Entry> RedisBackend::lock(SessionId session, std::string resourc
   // leaving without the lock, it gives up its place in the queue at once, not at its expiry.
   if (poll.recorded()) {
     std::vector<std::string> clear = {"HDEL", impl->keys.waits(), owner};
-    impl->fire_command(std::move(clear));
+    impl->fire_command(impl->keys.waits(), std::move(clear));
   }
   if (poll.queued()) {
-    std::vector<std::string> leave = {"HDEL", impl->keys.lock_queue(resource, key), owner};
-    impl->fire_command(std::move(leave));
+    const std::string queue = impl->keys.lock_queue(resource, key);
+    std::vector<std::string> leave = {"HDEL", queue, owner};
+    impl->fire_command(queue, std::move(leave));
   }
   if (failure) std::rethrow_exception(failure);
   co_return std::move(*entry);
@@ -320,7 +385,21 @@ void RedisBackend::end_session(SessionId session) noexcept {
     auto locks = impl_->take_locks(session);
     if (!locks) return;  // never asked for a lock: nothing to release
     const std::string owner = impl_->lock_owner(session);
-    auto call = detail::encode_unlock(std::move(*locks), owner);
+    // One script per slot: on a cluster a script touches one slot only (the session's resources
+    // share one, so this is one script there too).
+    std::map<int, std::vector<std::string>> by_slot;
+    for (auto& k : *locks) by_slot[detail::key_slot(k)].push_back(std::move(k));
+    if (impl_->router().clustered_if_known().value_or(false)) {
+      for (auto& [slot, keys] : by_slot) {
+        auto call = detail::encode_unlock(std::move(keys), owner);
+        impl_->fire(Script::unlock, std::move(call.keys), std::move(call.args));
+      }
+      return;
+    }
+    std::vector<std::string> all;
+    for (auto& [slot, keys] : by_slot)
+      for (auto& k : keys) all.push_back(std::move(k));
+    auto call = detail::encode_unlock(std::move(all), owner);
     impl_->fire(Script::unlock, std::move(call.keys), std::move(call.args));
   } catch (...) {
   }
@@ -334,9 +413,16 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   const std::string owner = locks.empty() ? std::string() : impl->lock_owner(req.session);
   detail::EncodedCommit call =
       detail::encode_commit(req, impl->keys, impl->options.idempotency_retention(), locks, owner);
+  if (detail::spans_slots(call.resources)) {
+    const bool cluster = co_await impl->router().clustered();
+    if (cluster) detail::require_one_slot("the commit", call.resources);
+  }
   const auto lost = detail::LostReply::commit(req.idempotency_key.has_value());
-  RedisReply r =
-      co_await impl->eval(Script::commit, std::move(call.keys), std::move(call.args), lost);
+  RedisReply r = co_await impl->eval_durable(
+      Script::commit, std::move(call.keys), std::move(call.args), lost, "the commit",
+      [](const RedisReply& x) {
+        return first_is(x, "ok") && x.elements.size() > 1 && x.elements[1].str == "0";
+      });
   CommitResult result = detail::result_or_raise(detail::decode_commit(r, req, call), req);
   (void)impl->take_locks(req.session);  // the script released them
   co_return result;

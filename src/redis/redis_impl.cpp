@@ -7,6 +7,7 @@
 #include "script_run.hpp"
 #include "scripts.hpp"
 #include "server_errors.hpp"
+#include "slot.hpp"
 
 namespace statepact::detail {
 
@@ -108,9 +109,26 @@ asio::awaitable<void> run_detached(std::shared_ptr<RedisImpl> impl, Script scrip
   co_await impl->eval(script, std::move(keys), std::move(args));
 }
 
-asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl,
+asio::awaitable<void> command_detached(std::shared_ptr<RedisImpl> impl, std::string key,
                                        std::vector<std::string> args) {
-  co_await impl->command(std::move(args));
+  co_await impl->command(key, std::move(args));
+}
+
+ConnectionSettings settings_of(const RedisOptions& o) {
+  return ConnectionSettings{o.command_timeout(), o.connect_timeout(), o.client_name(),
+                            !o.allow_eviction_unsafe()};
+}
+
+RedisConnection::Args wait_of(const RedisOptions& o) {
+  if (o.replicas_to_ack() == 0) return nullptr;
+  return std::make_shared<const std::vector<std::string>>(
+      std::vector<std::string>{"WAIT", std::to_string(o.replicas_to_ack()),
+                               std::to_string(o.replica_ack_timeout().count())});
+}
+
+// The slot every key of one script call lives in.
+int slot_of_keys(const std::vector<std::string>& keys) {
+  return keys.empty() ? 0 : key_slot(keys.front());
 }
 
 }  // namespace
@@ -119,52 +137,93 @@ RedisImpl::RedisImpl(asio::any_io_executor ex, const std::string& url, RedisOpti
     : options(with_url_parameters(parse_redis_url(url), std::move(opts))),
       keys(options.key_prefix()),
       ex_(std::move(ex)),
-      url_(parse_redis_url(url)),
-      conn_(std::make_shared<RedisConnection>(ex_, url_, options.command_timeout(),
-                                              options.connect_timeout(), options.client_name(),
-                                              !options.allow_eviction_unsafe())),
+      router_(ex_, parse_redis_url(url), settings_of(options), options.cluster_seeds()),
+      wait_(wait_of(options)),
       instance_(random_instance_id()) {}
 
-asio::awaitable<RedisReply> RedisImpl::command(std::vector<std::string> args, LostReply lost) {
-  co_return co_await conn_->call(std::move(args), lost);
+asio::awaitable<RedisReply> RedisImpl::command(const std::string& key,
+                                               std::vector<std::string> args, LostReply lost) {
+  auto cmd = std::make_shared<const std::vector<std::string>>(std::move(args));
+  co_return co_await router_.call(key_slot(key), std::move(cmd), lost);
 }
 
 asio::awaitable<RedisReply> RedisImpl::eval(Script script, std::vector<std::string> keys_,
                                             std::vector<std::string> args, LostReply lost) {
+  co_return co_await run(script, std::move(keys_), std::move(args), lost, nullptr);
+}
+
+asio::awaitable<RedisReply> RedisImpl::run(Script script, std::vector<std::string> keys_,
+                                           std::vector<std::string> args, LostReply lost,
+                                           RedisConnection::Args after) {
+  const int slot = slot_of_keys(keys_);
   ScriptRun call(sha_of(script), source_of(script), name_of(script), std::move(keys_),
                  std::move(args));
   for (;;) {
     const auto cmd = call.command();
-    const LostReply this_lost = call.loading() ? LostReply::read() : lost;
-    RedisReply r = co_await conn_->call(cmd, this_lost);
-    const bool loaded = call.loading();
-    if (call.on_reply(std::move(r))) break;
-    if (loaded) remember_sha(script, call.learned_sha());
+    const bool loading = call.loading();
+    const LostReply this_lost = loading ? LostReply::read() : lost;
+    // SCRIPT LOAD is no write: nothing to wait for behind it.
+    RedisConnection::Args behind = loading ? nullptr : after;
+    RedisReply r = co_await router_.call(slot, cmd, this_lost, behind);
+    // The script's reply decides the next step; WAIT's count stays with it.
+    std::optional<RedisReply> acks;
+    if (behind && r.type == RedisReply::Type::array && r.elements.size() == 2) {
+      acks = std::move(r.elements[1]);
+      RedisReply own = std::move(r.elements[0]);
+      r = std::move(own);
+    }
+    if (call.on_reply(std::move(r))) {
+      RedisReply result = std::move(call).result();
+      if (!behind) co_return result;
+      RedisReply both;
+      both.type = RedisReply::Type::array;
+      both.elements.push_back(std::move(result));
+      both.elements.push_back(acks ? std::move(*acks) : RedisReply());
+      co_return both;
+    }
+    if (loading) remember_sha(script, call.learned_sha());
   }
-  co_return std::move(call).result();
+}
+
+RedisImpl::Acked RedisImpl::split_acks(RedisReply both) {
+  Acked out;
+  if (both.type != RedisReply::Type::array || both.elements.size() != 2)
+    throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to a script and WAIT");
+  out.reply = std::move(both.elements[0]);
+  const RedisReply& wait = both.elements[1];
+  if (wait.is_error()) throw_redis_server_error("WAIT", wait.str);
+  if (wait.type != RedisReply::Type::integer)
+    throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to WAIT");
+  out.replicas = wait.integer;
+  return out;
+}
+
+void RedisImpl::confirm_replicas(long long acked, LostReply lost, const char* what) const {
+  if (acked >= options.replicas_to_ack()) return;
+  const std::string why = fmt::format(
+      "only {} of the {} replicas replicas_to_ack asks for confirmed {} within {} ms (WAIT), so a "
+      "failover now could lose it",
+      acked, options.replicas_to_ack(), what, options.replica_ack_timeout().count());
+  std::rethrow_exception(lost_reply_error("redis", lost, Loss::no_reply, why));
 }
 
 void RedisImpl::fire(Script script, std::vector<std::string> keys_,
                      std::vector<std::string> args) noexcept {
   try {
-    asio::co_spawn(conn_->strand(),
+    asio::co_spawn(router_.strand(),
                    run_detached(shared_from_this(), script, std::move(keys_), std::move(args)),
                    [](std::exception_ptr) {});
   } catch (...) {
   }
 }
 
-void RedisImpl::fire_command(std::vector<std::string> args) noexcept {
+void RedisImpl::fire_command(std::string key, std::vector<std::string> args) noexcept {
   try {
-    asio::co_spawn(conn_->strand(), command_detached(shared_from_this(), std::move(args)),
+    asio::co_spawn(router_.strand(),
+                   command_detached(shared_from_this(), std::move(key), std::move(args)),
                    [](std::exception_ptr) {});
   } catch (...) {
   }
-}
-
-std::shared_ptr<RedisConnection> RedisImpl::unchecked_connection() const {
-  return std::make_shared<RedisConnection>(ex_, url_, options.command_timeout(),
-                                           options.connect_timeout(), options.client_name(), false);
 }
 
 void RedisImpl::track_lock(SessionId s, const std::string& lock_key) {

@@ -1,13 +1,19 @@
 // Redis Cluster routing without a cluster: slots, redirections and the slot map, against values a
 // cluster-mode redis-server 7 gave for the same keys (CLUSTER KEYSLOT) and replies of its shape.
+#include <set>
 #include <string>
+#include <vector>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <statepact/backends/redis.hpp>
 #include <statepact/errors.hpp>
+#include <statepact/inspect.hpp>
 
 #include "../support/redis_replies.hpp"
 #include "cluster_map.hpp"  // src/redis
+#include "colocation.hpp"
 #include "key_layout.hpp"
 #include "redirect.hpp"
 #include "slot.hpp"
@@ -18,6 +24,7 @@ using sp::detail::ClusterNode;
 using sp::detail::key_slot;
 using sp::detail::Redirect;
 using namespace sp::test;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -176,4 +183,94 @@ TEST_CASE("a malformed CLUSTER SLOTS reply is refused, naming the entry", "[unit
   CHECK_THAT(refused(arr({arr({num(0), num(9), slots_node("h", 1, "a")}),
                           arr({num(5), num(20), slots_node("h", 2, "b")})})),
              Catch::Contains("entry 1: a slot is claimed by two masters"));
+}
+
+TEST_CASE("a name's group puts its keys in the group's slot, collision-free", "[unit][cluster]") {
+  const sp::detail::KeyLayout keys("P");
+  using sp::detail::resource_group;
+  CHECK(resource_group("{order-17}/items") == "order-17");
+  CHECK(resource_group("x{a}y{b}") == "a");  // the first tag only, as Redis reads it
+  CHECK(resource_group("{{a}}") == "{a");
+  CHECK_FALSE(resource_group("plain"));
+  CHECK_FALSE(resource_group("{}/x"));  // an empty tag is no group
+  CHECK_FALSE(resource_group("}{"));
+  CHECK_FALSE(resource_group("a{"));
+
+  // Resources of one group share a slot, whatever else their names hold.
+  const int slot = key_slot(keys.lease("{order-17}/items"));
+  for (const std::string& r : {std::string("{order-17}/payment"), std::string("x{order-17}"),
+                               std::string("{order-17}{other}")}) {
+    CHECK(key_slot(keys.lease(r)) == slot);
+    CHECK(key_slot(keys.version(r)) == slot);
+    CHECK(key_slot(keys.lock(r, "k")) == slot);
+    CHECK(key_slot(keys.idempotency(r, "key")) == slot);
+    CHECK(sp::detail::resource_slot(r) == slot);
+  }
+  CHECK(keys.lease("{order-17}/items") ==
+        "P:lease:=7b6f726465722d31377d2f6974656d73{6f726465722d3137}");
+  CHECK(keys.lease("job") == "P:lease:{6a6f62}");  // a plain name keeps its old key
+
+  // Every name maps to its own key and back, plain and grouped alike.
+  const std::vector<std::string> names = {
+      "a",    "{a}",    "{a}b",    "b{a}", "{a}{a}", "{}",   "{}a",
+      "a{}",  "}{",     "{",       "}",    "=",      "={a}", std::string("\0{\0}", 4),
+      "{ü}ß", "6a6f62", "{6a6f62}"};
+  std::set<std::string> seen;
+  for (const auto& n : names) {
+    const std::string k = keys.version(n);
+    CHECK(seen.insert(k).second);
+    CHECK(keys.resource_of("version", k) == n);
+    CHECK(sp::detail::glob_accepts(keys.scan_pattern("version", ""), k));
+    CHECK(sp::detail::glob_accepts(keys.scan_pattern("version", n), k));
+    CHECK(key_slot(k) == sp::detail::resource_slot(n));
+  }
+  // Keys of other kinds, other prefixes, with suffixes, or in a form this layout never writes.
+  CHECK_FALSE(keys.resource_of("version", keys.lease("a")));
+  CHECK_FALSE(keys.resource_of("version", keys.lock("a", "k")));
+  CHECK_FALSE(keys.resource_of("version", "Q:version:{61}"));
+  CHECK_FALSE(keys.resource_of("version", "P:version:{7b617d}"));     // "{a}" belongs in the = form
+  CHECK_FALSE(keys.resource_of("version", "P:version:=61{61}"));      // "a" has no group
+  CHECK_FALSE(keys.resource_of("version", "P:version:=7b617d{62}"));  // not "{a}"'s group
+  CHECK_FALSE(keys.resource_of("version", "P:version:{6}"));
+  CHECK_FALSE(keys.resource_of("version", "P:version:}"));
+  // A literal prefix narrows the scan for both forms.
+  CHECK_FALSE(sp::detail::glob_accepts(keys.scan_pattern("version", "b"), keys.version("{a}")));
+  CHECK(sp::detail::glob_accepts(keys.scan_pattern("version", "{a"), keys.version("{a}b")));
+}
+
+TEST_CASE("a request over resources of two slots is refused before anything is sent",
+          "[unit][cluster]") {
+  using sp::detail::require_one_slot;
+  require_one_slot("the commit", {});
+  require_one_slot("the commit", {"{order-17}/items", "{order-17}/payment", "{order-17}"});
+  require_one_slot("the commit", {"order-17", "{order-17}/items"});  // the plain name hashes alike
+  try {
+    require_one_slot("the commit", {"{order-17}/items", "{order-17}/payment", "invoices"});
+    FAIL("accepted");
+  } catch (const sp::InvalidArgumentError& e) {
+    const std::string m = e.what();
+    CHECK_THAT(m, Catch::Contains("the commit spans hash slots"));
+    CHECK_THAT(m, Catch::Contains(fmt::format("'{{order-17}}/items' is in slot {}",
+                                              sp::detail::resource_slot("{order-17}/items"))));
+    CHECK_THAT(m, Catch::Contains(
+                      fmt::format("'invoices' in slot {}", sp::detail::resource_slot("invoices"))));
+    CHECK_THAT(m, Catch::Contains("nothing was sent"));
+    CHECK_THAT(m, Catch::Contains("'{order-17}/payment'"));  // how to co-locate them
+  }
+}
+
+TEST_CASE("cluster seeds are host:port", "[unit][cluster]") {
+  sp::RedisOptions o;
+  o.cluster_seeds({"10.0.0.5:7001", "redis-2.internal:6379", "[::1]:7002"});
+  CHECK(o.cluster_seeds().size() == 3);
+  for (const char* bad : {"10.0.0.5", "10.0.0.5:", ":7001", "h:0", "h:65536", "h:70000x",
+                          "::1:7001", "h h:1", "h:123456", "user@h:1"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(o.cluster_seeds({"10.0.0.5:7001", bad}), sp::InvalidArgumentError);
+    CHECK(o.cluster_seeds().size() == 3);  // unchanged
+  }
+  CHECK_THROWS_AS(o.replicas_to_ack(-1), sp::InvalidArgumentError);
+  CHECK_THROWS_AS(o.replicas_to_ack(17), sp::InvalidArgumentError);
+  CHECK(o.replicas_to_ack(1).replicas_to_ack() == 1);
+  CHECK_THROWS_AS(o.replica_ack_timeout(0ms), sp::InvalidArgumentError);
 }

@@ -95,8 +95,41 @@ class RedisOptions {
     return *this;
   }
 
+  /// Failover safety on a replicated server or cluster: every call that advances a fence or
+  /// commits state (acquire, renew, revoke, register, set_resource_policy, commit) returns only
+  /// once `n` replicas of its master have the write (Redis's WAIT, sent right behind it). When
+  /// fewer confirm within replica_ack_timeout, the call fails without claiming success: a commit
+  /// with CommitUnknownError, anything else with BackendUnavailableError (the lease may be held on
+  /// the master but must not be used; acquiring again as the same owner is safe). 0 (the default):
+  /// no waiting; docs/backends/redis.md says what each choice guarantees. 0 .. 16.
+  RedisOptions& replicas_to_ack(int n) {
+    if (n < 0 || n > 16) throw InvalidArgumentError("redis replicas_to_ack must be 0 .. 16");
+    replicas_to_ack_ = n;
+    return *this;
+  }
+  /// How long WAIT waits for the replicas (default 1 s); keep it below command_timeout, which
+  /// bounds the call and its WAIT together. 1 ms .. 1 hour.
+  RedisOptions& replica_ack_timeout(milliseconds d) {
+    detail::validate_duration("redis replica ack timeout", d, detail::max_timeout);
+    replica_ack_timeout_ = d;
+    return *this;
+  }
+  /// More nodes of the same Redis Cluster, as "host:port" ("[::1]:7001" for IPv6), asked for the
+  /// slot map when the URL's node is down. Ignored on a single server.
+  RedisOptions& cluster_seeds(std::vector<std::string> seeds) {
+    for (const auto& s : seeds) detail::validate_host_port("redis cluster seed", s);
+    seeds_ = std::move(seeds);
+    return *this;
+  }
+
   /// Prepended to every key.
   const std::string& key_prefix() const { return prefix_; }
+  /// Replicas that must confirm a write before it counts.
+  int replicas_to_ack() const { return replicas_to_ack_; }
+  /// How long WAIT waits for them.
+  milliseconds replica_ack_timeout() const { return replica_ack_timeout_; }
+  /// More cluster nodes to read the slot map from.
+  const std::vector<std::string>& cluster_seeds() const { return seeds_; }
   /// How many resource names the backend remembers as registered.
   std::size_t known_resources() const { return known_resources_; }
   /// Whether the eviction check is skipped.
@@ -120,6 +153,9 @@ class RedisOptions {
   milliseconds retention_ = std::chrono::hours(24);
   milliseconds lock_ttl_{60000};
   bool allow_eviction_ = false;
+  int replicas_to_ack_ = 0;
+  milliseconds replica_ack_timeout_{1000};
+  std::vector<std::string> seeds_;
   std::size_t known_resources_ = detail::KnownResources::default_capacity;
 };
 

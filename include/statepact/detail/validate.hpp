@@ -91,6 +91,28 @@ inline void validate_duration(std::string_view what, milliseconds d, millisecond
         fmt::format("{} must be between 1 ms and {} ms, got {} ms", what, max.count(), d.count()));
 }
 
+// A "host:port" address ("[::1]:7001" for IPv6): a host without spaces and a port 1 .. 65535.
+inline void validate_host_port(std::string_view what, std::string_view address) {
+  const auto colon = address.rfind(':');
+  bool ok = colon != std::string_view::npos && colon > 0 && colon + 1 < address.size() &&
+            colon + 6 >= address.size();
+  int port = 0;
+  if (ok)
+    for (char c : address.substr(colon + 1)) {
+      ok = ok && c >= '0' && c <= '9';
+      port = port * 10 + (c - '0');
+    }
+  ok = ok && port >= 1 && port <= 65535;
+  const auto host = ok ? address.substr(0, colon) : std::string_view();
+  // An IPv6 host is bracketed, so its own colons are not taken for the port's.
+  if (ok && host.find(':') != std::string_view::npos)
+    ok = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  for (char c : host) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != '/' && c != '@';
+  if (!ok)
+    throw InvalidArgumentError(fmt::format(
+        "{} must be host:port (e.g. 10.0.0.5:7001 or [::1]:7001), got '{}'", what, address));
+}
+
 namespace value_rules {
 
 // A string every backend stores as it is: valid UTF-8 without U+0000 (PostgreSQL's jsonb refuses
