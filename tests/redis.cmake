@@ -9,6 +9,21 @@ target_link_libraries(statepact_conformance_redis PRIVATE statepact::redis Catch
 statepact_test_target(statepact_conformance_redis)
 catch_discover_tests(statepact_conformance_redis TEST_PREFIX "redis: " EXTRA_ARGS -w NoTests)
 
+# The same suite on a Redis Cluster: STATEPACT_TEST_REDIS_CLUSTER_URL
+# (scripts/servers/redis_cluster.sh).
+add_executable(statepact_conformance_redis_cluster
+  conformance/redis_leases_test.cpp
+  conformance/redis_hold_test.cpp
+  conformance/redis_sessions_test.cpp
+  conformance/redis_safety_test.cpp
+  conformance/redis_inspect_test.cpp)
+target_compile_definitions(statepact_conformance_redis_cluster PRIVATE STATEPACT_TEST_REDIS_CLUSTER)
+target_link_libraries(statepact_conformance_redis_cluster PRIVATE statepact::redis
+  Catch2::Catch2WithMain)
+statepact_test_target(statepact_conformance_redis_cluster)
+catch_discover_tests(statepact_conformance_redis_cluster TEST_PREFIX "redis cluster: "
+  EXTRA_ARGS -w NoTests)
+
 # Integration tests: what only a real server shows (connection loss, name encoding).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HIREDIS_TEST REQUIRED IMPORTED_TARGET hiredis)
