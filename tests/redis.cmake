@@ -21,8 +21,9 @@ target_compile_definitions(statepact_conformance_redis_cluster PRIVATE STATEPACT
 target_link_libraries(statepact_conformance_redis_cluster PRIVATE statepact::redis
   Catch2::Catch2WithMain)
 statepact_test_target(statepact_conformance_redis_cluster)
+# The cluster's tests share one lock: the integration tests fail masters over and move slots.
 catch_discover_tests(statepact_conformance_redis_cluster TEST_PREFIX "redis cluster: "
-  EXTRA_ARGS -w NoTests)
+  EXTRA_ARGS -w NoTests PROPERTIES RESOURCE_LOCK redis_cluster)
 
 # Integration tests: what only a real server shows (connection loss, name encoding).
 find_package(PkgConfig REQUIRED)
@@ -46,3 +47,12 @@ target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgCo
 target_include_directories(statepact_integration_redis PRIVATE ${PROJECT_SOURCE_DIR}/src/redis)
 statepact_test_target(statepact_integration_redis)
 catch_discover_tests(statepact_integration_redis TEST_PREFIX "redis integration: " EXTRA_ARGS -w NoTests)
+
+# What only a changing cluster shows: slots migrated, masters failed over or killed.
+add_executable(statepact_integration_redis_cluster integration/redis_cluster_test.cpp)
+target_link_libraries(statepact_integration_redis_cluster PRIVATE statepact::redis
+  PkgConfig::HIREDIS_TEST Catch2::Catch2WithMain)
+target_include_directories(statepact_integration_redis_cluster PRIVATE ${PROJECT_SOURCE_DIR}/src/redis)
+statepact_test_target(statepact_integration_redis_cluster)
+catch_discover_tests(statepact_integration_redis_cluster TEST_PREFIX "redis cluster integration: "
+  EXTRA_ARGS -w NoTests PROPERTIES RESOURCE_LOCK redis_cluster)

@@ -251,19 +251,20 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
               "disagrees with itself for now",
               max_redirects, own.str));
         if (redirect->host.empty()) redirect->host = host_of(conn);
+        // Only a cluster node redirects: from now on the map routes every command.
+        if (!cluster) co_await refresh();
         if (redirect->kind == Redirect::Kind::ask) {
           ask = std::move(*redirect);
         } else {
           ask.reset();
-          bool moved = false;
-          {
+          bool moved = !cluster;  // the map was just read
+          if (cluster) {
             std::lock_guard guard(mu_);
-            if (mode_ == Mode::cluster && map_)
+            if (map_)
               moved = map_->move(redirect->slot,
                                  ClusterNode{redirect->host, redirect->port, std::string()});
           }
-          // A MOVED to where the map already points (or from a server taken for a single one):
-          // read the whole map again.
+          // A MOVED to where the map already points: read the whole map again.
           if (!moved) co_await refresh();
         }
         continue;

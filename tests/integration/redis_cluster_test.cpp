@@ -1,0 +1,401 @@
+// The Redis backend on the test cluster (scripts/servers/redis_cluster.sh: 3 masters, 3 replicas)
+// while an operator changes it: a request over two slots, a slot migrated under running clients, a
+// manual failover, and a master killed with SIGKILL. The tests change the cluster's shape, so they
+// run alone (tests/redis.cmake gives them a lock with the cluster's conformance suite).
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include <statepact/detail/fingerprint.hpp>
+#include <statepact/redis.hpp>
+#include <statepact/statepact.hpp>
+
+#include "../support/run.hpp"
+#include "../support/sleep.hpp"
+#include "colocation.hpp"  // src/redis
+#include "redis_cluster_admin.hpp"
+
+namespace sp = statepact;
+using namespace std::chrono_literals;
+using sp::test::ClusterAdmin;
+
+namespace {
+
+// What one client saw while the cluster changed under it: each round acquires the lease as a new
+// owner, commits n + 1 fenced by the token, and releases. A round that fails is done again by the
+// same owner (re-acquiring as the same owner is safe: the same lease, the same token).
+struct Seen {
+  std::vector<std::pair<int, sp::Token>> tokens;  // (round, token) the backend said was held
+  int committed = 0;                              // commits reported applied
+  int unknown = 0;                                // CommitUnknownError: applied or not
+  int retried = 0;                                // retryable errors (the cluster was changing)
+  int after = 0;                                  // rounds completed once the operator was done
+  std::vector<std::string> errors;                // the first few retryable ones
+  std::vector<std::string> fatal;                 // errors that are not retryable
+};
+
+asio::awaitable<void> client(sp::RedisBackend& b, std::string resource, std::atomic<int>& phase,
+                             Seen& seen) {
+  sp::Manager<sp::RedisBackend> m(b);
+  int round = 0;
+  while (phase.load() < 2 || seen.after < 20) {
+    if (phase.load() == 3) break;  // the operator gave up: stop
+    const std::string owner = fmt::format("client-{}", round);
+    bool failed = false;
+    try {
+      sp::Lease lease = co_await b.acquire_lease(resource, owner, 10s);
+      seen.tokens.emplace_back(round, lease.token);
+      try {
+        auto s =
+            co_await m.session(sp::SessionOptions(owner).resource(resource).fence(lease.token));
+        auto n = co_await s.read("n");
+        co_await s.write("n", (n ? n->get<int>() : 0) + 1);
+        co_await s.commit();
+        ++seen.committed;
+      } catch (const sp::CommitUnknownError&) {
+        ++seen.unknown;
+      }
+      co_await b.release_lease(lease);
+      if (phase.load() >= 2) ++seen.after;
+      ++round;
+    } catch (const sp::Error& e) {
+      if (!e.retryable()) seen.fatal.push_back(e.what());
+      if (seen.errors.size() < 5) seen.errors.push_back(e.what());
+      ++seen.retried;
+      failed = true;
+    }
+    if (seen.fatal.size() > 5) co_return;
+    if (failed) co_await sp::test::sleep_for(20ms);
+  }
+}
+
+// Tokens the backend said were held: each round's larger than every earlier round's (a token
+// issued twice, or one lost in a failover and issued again, breaks this); a round done again may
+// see its own token again.
+void check_tokens(const Seen& seen) {
+  std::string all;
+  for (auto [round, token] : seen.tokens) all += fmt::format("{}:{} ", round, token);
+  INFO("round:token " << all);
+  for (std::size_t i = 1; i < seen.tokens.size(); ++i) {
+    if (seen.tokens[i].first == seen.tokens[i - 1].first)
+      CHECK(seen.tokens[i].second >= seen.tokens[i - 1].second);
+    else
+      CHECK(seen.tokens[i].second > seen.tokens[i - 1].second);
+  }
+}
+
+// The counter holds every commit reported applied, and at most the ones in doubt besides.
+asio::awaitable<void> check_counter(sp::RedisBackend& b, std::string resource, const Seen& seen) {
+  const sp::Entry n = co_await b.read(resource, "n");
+  const int value = n.value ? n.value->get<int>() : 0;
+  INFO(fmt::format("n = {}, committed {}, unknown {}", value, seen.committed, seen.unknown));
+  CHECK(value >= seen.committed);
+  CHECK(value <= seen.committed + seen.unknown);
+}
+
+std::string cluster_url() {
+  return sp::test::redis_cluster_test_url();
+}
+
+// Runs `operate` on a thread while a client works on `resource`: phase 1 while the operator works,
+// 2 once it is done (the client must then complete 20 more rounds), 3 if it failed.
+template <class Operate>
+Seen under_operator(const std::string& resource, sp::RedisOptions options, Operate operate) {
+  Seen seen;
+  std::atomic<int> phase{0};
+  std::string failure;
+  std::thread op([&] {
+    try {
+      phase = 1;
+      operate();
+      phase = 2;
+    } catch (const std::exception& e) {
+      failure = e.what();
+      phase = 3;
+    }
+  });
+  try {
+    sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+      sp::RedisBackend b(ex, cluster_url(), options);
+      co_await b.register_resource(resource, sp::Value::parse(R"({"n": 0})"));
+      co_await client(b, resource, phase, seen);
+      co_await check_counter(b, resource, seen);
+    });
+  } catch (...) {
+    phase = 3;
+    op.join();
+    throw;
+  }
+  op.join();
+  INFO(failure);
+  REQUIRE(failure.empty());
+  if (!seen.errors.empty())
+    WARN(fmt::format("{} retried errors, the first: {}", seen.retried,
+                     fmt::join(seen.errors, " | ")));
+  INFO(fmt::format("fatal errors: {}", fmt::join(seen.fatal, " | ")));
+  CHECK(seen.fatal.empty());
+  CHECK(seen.after >= 20);
+  check_tokens(seen);
+  return seen;
+}
+
+template <class Pred>
+void wait_until(Pred pred, std::chrono::seconds limit, const char* what) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) throw std::runtime_error(what);
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "on a cluster a request over two slots is refused before anything is sent, and "
+    "grouped resources commit together",
+    "[redis][cluster]") {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sp::RedisBackend b(ex, cluster_url());
+    sp::Manager<sp::RedisBackend> m(b);
+    const std::string tag = sp::test::random_hex();
+    // Two plain names in different slots (the tag makes them unique; the loop, apart).
+    std::string x = "items-" + tag, y;
+    for (int i = 0; y.empty() || sp::detail::resource_slot(y) == sp::detail::resource_slot(x); ++i)
+      y = fmt::format("payment-{}-{}", tag, i);
+    co_await m.register_resource(x, sp::Value::parse(R"({"n": 0})"));
+    co_await m.register_resource(y, sp::Value::parse(R"({"n": 0})"));
+
+    std::string refused;
+    try {
+      auto s = co_await m.session(sp::SessionOptions("agent").resource(x).resource(y));
+      co_await s.write("n", 1);
+      co_await s.commit();
+    } catch (const sp::InvalidArgumentError& e) {
+      refused = e.what();
+    }
+    CHECK_THAT(refused, Catch::Contains("the session spans hash slots"));
+    CHECK_THAT(refused,
+               Catch::Contains(fmt::format("'{}' is in slot {}", x, sp::detail::resource_slot(x))));
+    CHECK_THAT(refused, Catch::Contains("nothing was sent"));
+    // A commit made without a session, and a snapshot, are refused the same way.
+    sp::CommitRequest req;
+    req.agent_id = "agent";
+    req.resources = {x, y};
+    req.writes.push_back(sp::WriteOp{x, "n", sp::Value(5)});
+    req.writes.push_back(sp::WriteOp{y, "n", sp::Value(5)});
+    std::string commit_refused;
+    try {
+      co_await b.commit(req);
+    } catch (const sp::InvalidArgumentError& e) {
+      commit_refused = e.what();
+    }
+    CHECK_THAT(commit_refused, Catch::Contains("the commit spans hash slots"));
+    std::string snapshot_refused;
+    try {
+      std::vector<std::string> both = {x, y};
+      co_await b.snapshot(std::move(both));
+    } catch (const sp::InvalidArgumentError& e) {
+      snapshot_refused = e.what();
+    }
+    CHECK_THAT(snapshot_refused, Catch::Contains("the snapshot spans hash slots"));
+    // Nothing changed.
+    const sp::Entry nx = co_await b.read(x, "n");
+    const sp::Entry ny = co_await b.read(y, "n");
+    CHECK(nx.value == sp::Value(0));
+    CHECK(ny.value == sp::Value(0));
+
+    // The same two, co-located by a group, commit together in every mode.
+    const std::string gx = "{order-" + tag + "}/items", gy = "{order-" + tag + "}/payment";
+    co_await m.register_resource(gx, sp::Value::parse(R"({"n": 0})"));
+    co_await m.register_resource(gy, sp::Value::parse(R"({"n": 0})"));
+    int expected = 0;
+    for (auto mode : {sp::Isolation::none, sp::Isolation::optimistic, sp::Isolation::snapshot,
+                      sp::Isolation::serializable, sp::Isolation::pessimistic}) {
+      auto s =
+          co_await m.session(sp::SessionOptions("agent").resource(gx).resource(gy).isolation(mode));
+      auto a = co_await s.read(gx, "n");
+      auto c = co_await s.read(gy, "n");
+      co_await s.write(gx, "n", a->get<int>() + 1);
+      co_await s.write(gy, "n", c->get<int>() + 1);
+      co_await s.commit();
+      ++expected;
+    }
+    std::vector<std::string> grouped = {gx, gy};
+    auto snap = co_await b.snapshot(std::move(grouped));
+    CHECK(snap[0].entries.at("n").value == sp::Value(expected));
+    CHECK(snap[1].entries.at("n").value == sp::Value(expected));
+  });
+}
+
+TEST_CASE(
+    "on a cluster a slot migrated under a running client: ASK during the migration, MOVED "
+    "after it, nothing lost",
+    "[redis][cluster]") {
+  const std::string resource = "{migrate-" + sp::test::random_hex() + "}/counter";
+  const int slot = sp::detail::resource_slot(resource);
+  long long asking_before = 0;
+  int target_port = 0;
+  auto seen = under_operator(resource, sp::RedisOptions(), [&] {
+    std::this_thread::sleep_for(300ms);  // the client works on the source for a while
+    const auto source = ClusterAdmin::master_of(slot);
+    const auto target = ClusterAdmin::other_master(source);
+    target_port = target.port;
+    asking_before = ClusterAdmin::calls(target.port, "asking");
+    const auto s = std::to_string(slot);
+    sp::test::RedisAdmin src(source.port), dst(target.port);
+    dst.command({"CLUSTER", "SETSLOT", s, "IMPORTING", source.id});
+    src.command({"CLUSTER", "SETSLOT", s, "MIGRATING", target.id});
+    std::this_thread::sleep_for(200ms);
+    // Every key moves in one MIGRATE; the slot stays MIGRATING meanwhile, so the source answers
+    // ASK for it and the client must follow to the target with ASKING.
+    const auto keys = ClusterAdmin::keys_in_slot(source.port, slot);
+    if (!keys.empty()) {
+      std::vector<std::string> migrate;
+      for (const char* word : {"MIGRATE", "127.0.0.1"}) migrate.emplace_back(word);
+      migrate.push_back(std::to_string(target.port));
+      for (const char* word : {"", "0", "5000", "KEYS"}) migrate.emplace_back(word);
+      migrate.insert(migrate.end(), keys.begin(), keys.end());
+      const auto answer = src.command(migrate);
+      if (answer != "OK") throw std::runtime_error("MIGRATE: " + answer);
+    }
+    std::this_thread::sleep_for(400ms);
+    // The slot is the target's: first the target, then the source, then every other master.
+    dst.command({"CLUSTER", "SETSLOT", s, "NODE", target.id});
+    src.command({"CLUSTER", "SETSLOT", s, "NODE", target.id});
+    ClusterAdmin::each_master([&](const sp::test::ClusterNodeInfo& n) {
+      if (n.port == source.port || n.port == target.port) return;
+      sp::test::RedisAdmin(n.port).command({"CLUSTER", "SETSLOT", s, "NODE", target.id});
+    });
+    wait_until([&] { return ClusterAdmin::master_of(slot).port == target.port; }, 10s,
+               "the slot did not move");
+  });
+  CHECK(ClusterAdmin::calls(target_port, "asking") > asking_before);
+  CHECK(seen.committed > 20);
+  CHECK(ClusterAdmin::keys_in_slot(target_port, slot).size() >= 4);
+}
+
+TEST_CASE("on a cluster a manual failover under a running client never issues a token twice",
+          "[redis][cluster]") {
+  const std::string resource = "{failover-" + sp::test::random_hex() + "}/counter";
+  const int slot = sp::detail::resource_slot(resource);
+  auto seen = under_operator(resource, sp::RedisOptions(), [&] {
+    std::this_thread::sleep_for(300ms);
+    const auto master = ClusterAdmin::master_of(slot);
+    const auto replica = ClusterAdmin::replica_of(master);
+    sp::test::RedisAdmin(replica.port).command({"CLUSTER", "FAILOVER"});
+    wait_until([&] { return ClusterAdmin::master_of(slot).port == replica.port; }, 20s,
+               "the replica did not take over");
+  });
+  ClusterAdmin::wait_whole();
+  CHECK(seen.committed > 20);
+}
+
+namespace {
+
+// A master killed with SIGKILL while a client runs; its replica takes over and the old master comes
+// back as a replica.
+Seen kill_master(sp::RedisOptions options) {
+  const std::string resource = "{kill-" + sp::test::random_hex() + "}/counter";
+  const int slot = sp::detail::resource_slot(resource);
+  auto seen = under_operator(resource, options, [&] {
+    std::this_thread::sleep_for(500ms);
+    const auto master = ClusterAdmin::master_of(slot);
+    const auto replica = ClusterAdmin::replica_of(master);
+    ClusterAdmin::kill(master.port);
+    wait_until([&] { return ClusterAdmin::is_master(replica.port); }, 30s,
+               "the replica did not take over");
+    ClusterAdmin::restart(master.port);
+  });
+  ClusterAdmin::wait_whole();
+  WARN(fmt::format("SIGKILL of a master: {} leases, {} commits applied, {} in doubt, {} retried",
+                   seen.tokens.size(), seen.committed, seen.unknown, seen.retried));
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "on a cluster a master killed with SIGKILL: with replicas_to_ack(1) no token is issued "
+    "twice and no acknowledged commit is lost",
+    "[redis][cluster]") {
+  auto seen = kill_master(sp::RedisOptions().replicas_to_ack(1).command_timeout(3s));
+  CHECK(seen.committed > 20);
+}
+
+// Hidden: the same without replicas_to_ack, to see what asynchronous replication loses (run by
+// hand, see docs/backends/redis.md). It may pass: the loss needs a write the replica had not
+// received when the master died.
+TEST_CASE("on a cluster a master killed with SIGKILL, without replicas_to_ack",
+          "[.][redis][cluster][unsafe]") {
+  kill_master(sp::RedisOptions().command_timeout(3s));
+}
+
+TEST_CASE("replicas_to_ack that the replicas cannot meet never reports success",
+          "[redis][cluster]") {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    // Each master has one replica: two never confirm.
+    sp::RedisBackend b(ex, cluster_url(),
+                       sp::RedisOptions().replicas_to_ack(2).replica_ack_timeout(50ms));
+    const std::string r = "{acks-" + sp::test::random_hex() + "}/r";
+    std::string what;
+    try {
+      co_await b.register_resource(r, sp::Value::parse(R"({"n": 0})"));
+    } catch (const sp::BackendUnavailableError& e) {
+      what = e.what();
+    }
+    CHECK_THAT(what, Catch::Contains("only 1 of the 2 replicas") &&
+                         Catch::Contains("confirmed the registration"));
+    // The registration happened on the master; it is only not confirmed.
+    sp::RedisBackend plain(ex, cluster_url());
+    const sp::Entry registered = co_await plain.read(r, "n");
+    CHECK(registered.value == sp::Value(0));
+
+    bool acquire_failed = false;
+    try {
+      co_await b.acquire_lease(r, "owner", 10s);
+    } catch (const sp::BackendUnavailableError& e) {
+      acquire_failed = e.retryable();
+    }
+    CHECK(acquire_failed);
+    // Acquiring again as the same owner is safe: the same lease, the same token.
+    const sp::Lease held = co_await plain.acquire_lease(r, "owner", 10s);
+    CHECK(held.token == 1);
+
+    sp::CommitRequest req;
+    req.agent_id = "agent";
+    req.resources = {r};
+    req.idempotency_key = "k-" + sp::test::random_hex();
+    req.fences.push_back(sp::FenceCheck{r, held.token});
+    req.writes.push_back(sp::WriteOp{r, "n", sp::Value(1)});
+    req.fingerprint = sp::detail::fingerprint(req.resources, req.writes);
+    bool unknown = false, retryable = false;
+    try {
+      co_await b.commit(req);
+    } catch (const sp::CommitUnknownError& e) {
+      unknown = true;
+      retryable = e.retryable();
+    }
+    CHECK(unknown);
+    CHECK(retryable);  // it carries an idempotency key
+    // A refusal changed nothing and needs no confirmation: it is reported as it is.
+    co_await plain.revoke_lease(r);
+    sp::CommitRequest stale = req;
+    stale.idempotency_key.reset();
+    bool lost = false;
+    try {
+      co_await b.commit(stale);
+    } catch (const sp::LeaseLostError&) {
+      lost = true;
+    }
+    CHECK(lost);
+    // Reads need no confirmation.
+    const sp::Entry written = co_await b.read(r, "n");
+    CHECK(written.value == sp::Value(1));
+  });
+}
