@@ -1,6 +1,6 @@
 /// @file
-/// RedisBackend: leases, fencing and sessions in a Redis server, over one pipelined connection
-/// driven by Asio. Pimpl: no hiredis type or header here. docs/backends/redis.md has the key
+/// RedisBackend: leases, fencing and sessions in a Redis server or Redis Cluster, over pipelined
+/// connections driven by Asio. Pimpl: no hiredis type or header here. docs/backends/redis.md has the key
 /// layout.
 #pragma once
 
@@ -183,11 +183,14 @@ namespace detail {
 class RedisImpl;
 }
 
-/// A Backend (and InspectableBackend) on one Redis server (not a Redis Cluster client). Not
-/// copyable or movable; it must outlive every Session, Manager and LeaseManager using it. Its
-/// calls may be made from any thread and any number of coroutines at once: they share one
-/// pipelined connection driven on a strand of the backend's executor, and each call completes on
-/// the awaiting coroutine's executor.
+/// A Backend (and InspectableBackend) on one Redis server or a Redis Cluster (found out from the
+/// node the URL names; docs/backends/redis.md, "Cluster"). Not copyable or movable; it must
+/// outlive every Session, Manager and LeaseManager using it. Its calls may be made from any thread
+/// and any number of coroutines at once: they share one pipelined connection per server (per
+/// master on a cluster) driven on a strand of the backend's executor, and each call completes on
+/// the awaiting coroutine's executor. On a cluster, a request over resources of several hash slots
+/// (a session, commit or snapshot) is refused with `InvalidArgumentError` before anything is sent:
+/// give such resources one group, the part of their names in braces (`{order-17}/items`).
 ///
 /// Every operation is one Lua script (atomic, one round trip; the server's clock decides
 /// expiry), except the listings and a lock() that waits. Input is checked before any I/O
@@ -282,10 +285,11 @@ class RedisBackend {
   /// Starts a session over `resources`, checking that they exist; no server-side state is opened
   /// for any isolation.
   /// @throws ResourceNotFoundError for an unregistered resource.
+  /// @throws InvalidArgumentError on a cluster, for resources of several hash slots.
   asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation isolation);
   /// Takes a shared or exclusive lock on `key` for `session` and returns the key's latest entry
-  /// under the lock. A lock that cannot be granted is polled (1 to 20 ms, jittered, not FIFO-fair)
-  /// until `timeout` (local steady clock). A lock record expires lock_record_ttl after its last
+  /// under the lock. A lock that cannot be granted is polled (1 to 20 ms, jittered) from a place in
+  /// the key's FIFO queue until `timeout` (local steady clock). A lock record expires lock_record_ttl after its last
   /// grant. Cancelling the awaiting coroutine ends the wait (`operation_aborted`); locks already
   /// held stay until commit() or end_session().
   /// @throws LockTimeoutError (retryable) if not granted within `timeout`.
