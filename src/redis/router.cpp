@@ -9,16 +9,12 @@
 
 #include <statepact/errors.hpp>
 
-#include "redirect.hpp"
+#include "cluster_step.hpp"
 #include "server_errors.hpp"
 
 namespace statepact::detail {
 
 namespace {
-
-// Redirections one command follows before giving up: a slot moves at most a few times while a
-// command is under way; more means the cluster disagrees with itself.
-constexpr int max_redirects = 16;
 
 std::string address(const std::string& host, int port) {
   return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
@@ -243,42 +239,36 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
                                       reply->elements.size() == 2 && !reply->is_error()
                                   ? reply->elements[0]
                                   : *reply;
-      if (!own.is_error()) co_return std::move(*reply);
-      if (auto redirect = parse_redirect(own.str)) {
-        if (++redirects > max_redirects)
-          throw BackendUnavailableError(fmt::format(
-              "redis cluster: the command was redirected {} times (last: {}); the cluster "
-              "disagrees with itself for now",
-              max_redirects, own.str));
-        if (redirect->host.empty()) redirect->host = host_of(conn);
+      ClusterStep step = cluster_step(own, cluster, redirects);
+      if (step.kind == ClusterStep::Kind::deliver) co_return std::move(*reply);
+      if (step.kind == ClusterStep::Kind::follow) {
+        Redirect redirect = std::move(*step.redirect);
+        if (redirect.host.empty()) redirect.host = host_of(conn);
         // Only a cluster node redirects: from now on the map routes every command.
         if (!cluster) co_await refresh();
-        if (redirect->kind == Redirect::Kind::ask) {
-          ask = std::move(*redirect);
+        if (redirect.kind == Redirect::Kind::ask) {
+          ask = std::move(redirect);
         } else {
           ask.reset();
           bool moved = !cluster;  // the map was just read
           if (cluster) {
             std::lock_guard guard(mu_);
             if (map_)
-              moved = map_->move(redirect->slot,
-                                 ClusterNode{redirect->host, redirect->port, std::string()});
+              moved = map_->move(redirect.slot,
+                                 ClusterNode{redirect.host, redirect.port, std::string()});
           }
           // A MOVED to where the map already points: read the whole map again.
           if (!moved) co_await refresh();
         }
         continue;
       }
-      const auto code = redis_error_code(own.str);
-      if (!cluster || (code != "TRYAGAIN" && code != "CLUSTERDOWN")) co_return std::move(*reply);
       busy = own.str;
-      if (code == "CLUSTERDOWN") stale();
+      if (redis_error_code(own.str) == "CLUSTERDOWN") stale();
       ask.reset();  // TRYAGAIN during a migration: ask the owner again, it redirects afresh
     }
     // The cluster cannot serve the slot for now (a failover or migration under way): wait and
     // retry within the command's deadline.
-    const auto pause = std::chrono::milliseconds(std::min(200, 10 << std::min(attempt, 4)) +
-                                                 static_cast<int>(jitter() % 10));
+    const auto pause = retry_pause(attempt, static_cast<unsigned>(jitter()));
     if (std::chrono::steady_clock::now() + pause >= deadline) {
       if (reply) co_return std::move(*reply);  // TRYAGAIN / CLUSTERDOWN: the caller's error
       throw BackendUnavailableError(fmt::format("redis cluster: {} within {} ms; nothing was sent",

@@ -13,6 +13,7 @@
 
 #include "../support/redis_replies.hpp"
 #include "cluster_map.hpp"  // src/redis
+#include "cluster_step.hpp"
 #include "colocation.hpp"
 #include "key_layout.hpp"
 #include "redirect.hpp"
@@ -273,4 +274,60 @@ TEST_CASE("cluster seeds are host:port", "[unit][cluster]") {
   CHECK_THROWS_AS(o.replicas_to_ack(17), sp::InvalidArgumentError);
   CHECK(o.replicas_to_ack(1).replicas_to_ack() == 1);
   CHECK_THROWS_AS(o.replica_ack_timeout(0ms), sp::InvalidArgumentError);
+}
+
+TEST_CASE("a node's reply is delivered, followed or retried later", "[unit][cluster]") {
+  using sp::detail::cluster_step;
+  using Kind = sp::detail::ClusterStep::Kind;
+  auto error = [](std::string text) {
+    sp::detail::RedisReply r;
+    r.type = sp::detail::RedisReply::Type::error;
+    r.str = std::move(text);
+    return r;
+  };
+  int redirects = 0;
+  // Answers, and errors that are the caller's (NOSCRIPT goes back to the script run).
+  CHECK(cluster_step(str("ok"), true, redirects).kind == Kind::deliver);
+  CHECK(cluster_step(error("NOSCRIPT No matching script"), true, redirects).kind == Kind::deliver);
+  CHECK(cluster_step(error("ERR x"), true, redirects).kind == Kind::deliver);
+  // Busy for now: retried within the deadline on a cluster; a single server's is the caller's.
+  CHECK(cluster_step(error("TRYAGAIN Multiple keys request during rehashing of slot"), true,
+                     redirects)
+            .kind == Kind::retry_later);
+  CHECK(cluster_step(error("CLUSTERDOWN The cluster is down"), true, redirects).kind ==
+        Kind::retry_later);
+  CHECK(cluster_step(error("TRYAGAIN x"), false, redirects).kind == Kind::deliver);
+  CHECK(cluster_step(error("CLUSTERDOWN x"), false, redirects).kind == Kind::deliver);
+  CHECK(redirects == 0);
+  // Redirections are followed, even from a node taken for a single server.
+  auto moved = cluster_step(error("MOVED 3999 127.0.0.1:7002"), false, redirects);
+  CHECK(moved.kind == Kind::follow);
+  CHECK(moved.redirect->kind == Redirect::Kind::moved);
+  CHECK(moved.redirect->port == 7002);
+  auto ask = cluster_step(error("ASK 3999 127.0.0.1:7003"), true, redirects);
+  CHECK(ask.kind == Kind::follow);
+  CHECK(ask.redirect->kind == Redirect::Kind::ask);
+  CHECK(redirects == 2);
+  // A malformed redirection is the server's error, with its text.
+  CHECK(cluster_step(error("MOVED x"), true, redirects).kind == Kind::deliver);
+  // Too many: the cluster disagrees with itself; the caller gets a retryable error.
+  redirects = sp::detail::max_redirects;
+  try {
+    (void)cluster_step(error("MOVED 1 127.0.0.1:7001"), true, redirects);
+    FAIL("followed a 17th redirection");
+  } catch (const sp::BackendUnavailableError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("redirected 16 times"));
+    CHECK(e.retryable());
+  }
+}
+
+TEST_CASE("retries wait longer each time, within bounds, jittered", "[unit][cluster]") {
+  using sp::detail::retry_pause;
+  CHECK(retry_pause(0, 0) == 10ms);
+  CHECK(retry_pause(1, 0) == 20ms);
+  CHECK(retry_pause(4, 0) == 160ms);
+  CHECK(retry_pause(50, 0) == 160ms);
+  CHECK(retry_pause(-1, 0) == 10ms);
+  CHECK(retry_pause(0, 9) == 19ms);
+  CHECK(retry_pause(0, 12345) == 15ms);
 }

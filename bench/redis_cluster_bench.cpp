@@ -1,0 +1,178 @@
+// The cost of running on a Redis Cluster: the same lease and commit operations at 64 in flight on
+// one server and on a cluster, in the same run, rounds alternating which goes first; the table
+// shows each side's median round and the ratio cluster / one server. Needs
+// STATEPACT_TEST_REDIS_URL and STATEPACT_TEST_REDIS_CLUSTER_URL (scripts/servers/redis.sh and
+// redis_cluster.sh start both), or the two URLs as argv[1] and argv[2]; argv[3] is the number of
+// rounds (default 5). On one machine the cluster's six servers share its cores with the client,
+// so the ratio is the cost of routing plus that of five more processes, an upper bound for the
+// routing alone. A benchmark, never a timed test.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <asio/io_context.hpp>
+
+#include <statepact/redis.hpp>
+
+#include "median.hpp"
+#include "workers.hpp"
+
+namespace sp = statepact;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int in_flight = 64;
+constexpr int per_worker = 300;
+
+struct Stats {
+  double per_second = 0, p50_ms = 0, p99_ms = 0;
+};
+
+// One side: a backend and, per worker, a registered resource of its own (names spread over every
+// slot) and the lease it holds on it.
+struct Side {
+  std::string name;
+  std::unique_ptr<sp::RedisBackend> backend;
+  std::vector<std::string> resources;
+  std::vector<sp::Lease> leases;
+};
+
+// `op(side, worker, i)` per_worker times on each of the in_flight workers.
+template <class Op>
+Stats measure(asio::io_context& io, Side& side, Op op) {
+  std::vector<std::vector<double>> lat(in_flight);
+  const auto t0 = Clock::now();
+  statepact::bench::run_to_end(io, [&]() -> asio::awaitable<void> {
+    co_await statepact::bench::side_by_side(in_flight, [&](int w) -> asio::awaitable<void> {
+      for (int i = 0; i < per_worker; ++i) {
+        const auto start = Clock::now();
+        co_await op(side, w, i);
+        lat[w].push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+    });
+  });
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> all;
+  for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  Stats s;
+  s.per_second = all.size() / seconds;
+  s.p50_ms = all[all.size() / 2];
+  s.p99_ms = all[all.size() * 99 / 100];
+  return s;
+}
+
+asio::awaitable<void> commit_one(Side& side, int w, int i, bool fenced) {
+  sp::CommitRequest req;
+  req.agent_id = "bench";
+  req.resources.push_back(side.resources[w]);
+  if (fenced) req.fences.push_back(sp::FenceCheck{side.resources[w], side.leases[w].token});
+  sp::WriteOp write;
+  write.resource = side.resources[w];
+  write.key = "k";
+  write.value = sp::Value(i);
+  req.writes.push_back(std::move(write));
+  co_await side.backend->commit(std::move(req));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* single_env = std::getenv("STATEPACT_TEST_REDIS_URL");
+  const char* cluster_env = std::getenv("STATEPACT_TEST_REDIS_CLUSTER_URL");
+  const std::string single_url = argc > 1 ? argv[1] : single_env ? single_env : "";
+  const std::string cluster_url = argc > 2 ? argv[2] : cluster_env ? cluster_env : "";
+  if (single_url.empty() || cluster_url.empty()) {
+    std::fprintf(stderr,
+                 "usage: statepact_bench_redis_cluster redis://one-server redis://cluster-node "
+                 "[rounds] (or set STATEPACT_TEST_REDIS_URL and STATEPACT_TEST_REDIS_CLUSTER_URL)\n");
+    return 2;
+  }
+  const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
+  std::random_device rd;
+  const std::string run = fmt::format("cbench-{:08x}", rd());
+  asio::io_context io;
+
+  std::vector<Side> sides(2);
+  sides[0].name = "one server";
+  sides[0].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), single_url);
+  sides[1].name = "cluster";
+  sides[1].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), cluster_url);
+  for (auto& side : sides) {
+    for (int w = 0; w < in_flight; ++w) side.resources.push_back(fmt::format("{}-{}", run, w));
+    side.leases.resize(in_flight);
+    statepact::bench::run_to_end(io, [&]() -> asio::awaitable<void> {
+      for (const auto& r : side.resources) co_await side.backend->register_resource(r);
+    });
+  }
+
+  // acquire + renew + fenced commit + release: what a worker holding a job does; then each alone.
+  const std::vector<std::string> ops = {"lease cycle", "acquire", "renew", "commit", "release"};
+  std::map<std::string, std::vector<Stats>> results[2];
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& op : ops) {
+      for (int k = 0; k < 2; ++k) {
+        Side& side = sides[(k + round) % 2];
+        const int which = (k + round) % 2;
+        const std::string owner = fmt::format("o-{}-{}", round, op);
+        Stats s;
+        if (op == "lease cycle") {
+          s = measure(io, side, [&](Side& sd, int w, int i) -> asio::awaitable<void> {
+            const std::string cycle_owner = fmt::format("{}-{}", owner, i);
+            sd.leases[w] =
+                co_await sd.backend->acquire_lease(sd.resources[w], cycle_owner, std::chrono::minutes(1));
+            sd.leases[w] = co_await sd.backend->renew_lease(sd.leases[w], std::nullopt);
+            co_await commit_one(sd, w, i, true);
+            co_await sd.backend->release_lease(sd.leases[w]);
+          });
+        } else if (op == "acquire") {
+          // The same owner again: each call extends its live lease (one script, like a new one).
+          s = measure(io, side, [&](Side& sd, int w, int) -> asio::awaitable<void> {
+            sd.leases[w] =
+                co_await sd.backend->acquire_lease(sd.resources[w], owner, std::chrono::minutes(1));
+          });
+        } else if (op == "renew") {
+          s = measure(io, side, [&](Side& sd, int w, int) -> asio::awaitable<void> {
+            sd.leases[w] = co_await sd.backend->renew_lease(sd.leases[w], std::nullopt);
+          });
+        } else if (op == "commit") {
+          s = measure(io, side, [&](Side& sd, int w, int i) -> asio::awaitable<void> {
+            co_await commit_one(sd, w, i, true);
+          });
+        } else {
+          // Release, then take it again for the next call: two scripts per call.
+          s = measure(io, side, [&](Side& sd, int w, int) -> asio::awaitable<void> {
+            co_await sd.backend->release_lease(sd.leases[w]);
+            sd.leases[w] =
+                co_await sd.backend->acquire_lease(sd.resources[w], owner, std::chrono::minutes(1));
+          });
+        }
+        results[which][op].push_back(s);
+      }
+    }
+  }
+  std::printf(
+      "| op (64 in flight) | one server ops/s | p50 ms | p99 ms | cluster ops/s | p50 ms | p99 ms "
+      "| cluster / one server |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& op : ops) {
+    auto med = [&](int side) {
+      return statepact::bench::median_by(results[side][op],
+                                         [](const Stats& s) { return s.per_second; });
+    };
+    const Stats a = med(0), b = med(1);
+    std::printf("| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f |\n", op.c_str(),
+                a.per_second, a.p50_ms, a.p99_ms, b.per_second, b.p50_ms, b.p99_ms,
+                a.per_second > 0 ? b.per_second / a.per_second : 0.0);
+  }
+  std::printf("\n%d rounds, %d workers x %d calls per side and op; medians of the rounds.\n",
+              rounds, in_flight, per_worker);
+  return 0;
+}
