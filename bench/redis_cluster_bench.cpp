@@ -91,9 +91,10 @@ int main(int argc, char** argv) {
   const std::string single_url = argc > 1 ? argv[1] : single_env ? single_env : "";
   const std::string cluster_url = argc > 2 ? argv[2] : cluster_env ? cluster_env : "";
   if (single_url.empty() || cluster_url.empty()) {
-    std::fprintf(stderr,
-                 "usage: statepact_bench_redis_cluster redis://one-server redis://cluster-node "
-                 "[rounds] (or set STATEPACT_TEST_REDIS_URL and STATEPACT_TEST_REDIS_CLUSTER_URL)\n");
+    std::fprintf(
+        stderr,
+        "usage: statepact_bench_redis_cluster redis://one-server redis://cluster-node "
+        "[rounds] (or set STATEPACT_TEST_REDIS_URL and STATEPACT_TEST_REDIS_CLUSTER_URL)\n");
     return 2;
   }
   const int rounds = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
@@ -127,8 +128,8 @@ int main(int argc, char** argv) {
         if (op == "lease cycle") {
           s = measure(io, side, [&](Side& sd, int w, int i) -> asio::awaitable<void> {
             const std::string cycle_owner = fmt::format("{}-{}", owner, i);
-            sd.leases[w] =
-                co_await sd.backend->acquire_lease(sd.resources[w], cycle_owner, std::chrono::minutes(1));
+            sd.leases[w] = co_await sd.backend->acquire_lease(sd.resources[w], cycle_owner,
+                                                              std::chrono::minutes(1));
             sd.leases[w] = co_await sd.backend->renew_lease(sd.leases[w], std::nullopt);
             co_await commit_one(sd, w, i, true);
             co_await sd.backend->release_lease(sd.leases[w]);

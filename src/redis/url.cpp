@@ -139,7 +139,8 @@ milliseconds parse_duration(std::string_view url, std::string_view name, std::st
 }
 
 void parse_query(std::string_view url, std::string_view query, RedisUrl& out, bool db_in_path) {
-  bool seen_command = false, seen_connect = false, seen_name = false, seen_db = false;
+  bool seen_command = false, seen_connect = false, seen_name = false, seen_db = false,
+       seen_seeds = false, seen_acks = false;
   auto once = [&](bool& seen, std::string_view name) {
     if (seen)
       bad(url, fmt::format("parameter '{}' is given twice (or with another of its names)", name));
@@ -169,6 +170,29 @@ void parse_query(std::string_view url, std::string_view query, RedisUrl& out, bo
         bad(url, fmt::format("parameter '{}': {}", name, e.what()));
       }
       out.client_name = value;
+    } else if (name == "cluster_seeds") {
+      once(seen_seeds, name);
+      std::vector<std::string> seeds;
+      // Every part, empty ones too, so "a:1," is refused rather than read as "a:1".
+      for (std::size_t from = 0;;) {
+        const auto comma = value.find(',', from);
+        seeds.push_back(value.substr(from, comma - from));
+        if (comma == std::string::npos) break;
+        from = comma + 1;
+      }
+      try {
+        RedisOptions().cluster_seeds(seeds);  // its own rules
+      } catch (const InvalidArgumentError& e) {
+        bad(url, fmt::format("parameter '{}': {}", name, e.what()));
+      }
+      out.cluster_seeds = std::move(seeds);
+    } else if (name == "replicas_to_ack") {
+      once(seen_acks, name);
+      int n = -1;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 0 || n > 16)
+        bad(url, fmt::format("parameter '{}': expected 0 .. 16, got '{}'", name, value));
+      out.replicas_to_ack = n;
     } else if (name == "db") {
       once(seen_db, name);
       if (db_in_path) bad(url, "the database is given twice: in the path and as parameter 'db'");
@@ -176,7 +200,7 @@ void parse_query(std::string_view url, std::string_view query, RedisUrl& out, bo
     } else {
       bad(url, fmt::format("unknown parameter '{}' (known: timeout, command_timeout, "
                            "socket_timeout, connect_timeout, socket_connect_timeout, dial_timeout, "
-                           "client_name, name, db)",
+                           "client_name, name, db, cluster_seeds, replicas_to_ack)",
                            name));
     }
   }
@@ -273,6 +297,8 @@ RedisOptions with_url_parameters(const RedisUrl& url, RedisOptions options) {
   if (url.command_timeout) options.command_timeout(*url.command_timeout);
   if (url.connect_timeout) options.connect_timeout(*url.connect_timeout);
   if (url.client_name) options.client_name(*url.client_name);
+  if (url.cluster_seeds) options.cluster_seeds(*url.cluster_seeds);
+  if (url.replicas_to_ack) options.replicas_to_ack(*url.replicas_to_ack);
   return options;
 }
 

@@ -4,13 +4,15 @@
 // User, password and socket path are percent-decoded; an IPv6 host is written in brackets.
 // Parameters (names as other Redis clients spell them): timeout, command_timeout, socket_timeout
 // (the command timeout); connect_timeout, socket_connect_timeout, dial_timeout; client_name, name;
-// db. A duration is a number with a unit (ms, s, m, h) or a plain number of seconds.
+// db; cluster_seeds (host:port,host:port); replicas_to_ack. A duration is a number with a unit
+// (ms, s, m, h) or a plain number of seconds.
 // Pure: no server and no hiredis, so unit tests compile it.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <statepact/backends/redis.hpp>
 
@@ -27,6 +29,8 @@ struct RedisUrl {
   std::optional<std::chrono::milliseconds> command_timeout;
   std::optional<std::chrono::milliseconds> connect_timeout;
   std::optional<std::string> client_name;
+  std::optional<std::vector<std::string>> cluster_seeds;  // "host:port", comma-separated there
+  std::optional<int> replicas_to_ack;
 };
 
 // Throws InvalidArgumentError on a malformed URL; no message ever contains the password.

@@ -169,3 +169,27 @@ TEST_CASE("redis urls: parameters override the options set in code", "[unit][red
                                                      sp::RedisOptions().command_timeout(5s));
   CHECK(plain.command_timeout() == 5000ms);
 }
+
+TEST_CASE("redis urls: cluster seeds and replicas_to_ack as parameters", "[unit][redis-url]") {
+  const auto url = parse_redis_url(
+      "redis://10.0.0.5:7001?cluster_seeds=10.0.0.6:7001,%5B::1%5D:7002&replicas_to_ack=1");
+  REQUIRE(url.cluster_seeds);
+  CHECK(*url.cluster_seeds == std::vector<std::string>{"10.0.0.6:7001", "[::1]:7002"});
+  const auto options = sp::detail::with_url_parameters(url, sp::RedisOptions().replicas_to_ack(0));
+  CHECK(options.cluster_seeds().size() == 2);
+  CHECK(options.replicas_to_ack() == 1);
+  for (const char* bad :
+       {"redis://h?cluster_seeds=h", "redis://h?cluster_seeds=h:1,",
+        "redis://h?cluster_seeds=", "redis://h?replicas_to_ack=17", "redis://h?replicas_to_ack=-1",
+        "redis://h?replicas_to_ack=one", "redis://h?replicas_to_ack=1&replicas_to_ack=1"}) {
+    INFO(bad);
+    try {
+      (void)parse_redis_url(bad);
+      FAIL("accepted");
+    } catch (const sp::InvalidArgumentError& e) {
+      const std::string m = e.what();
+      CHECK((m.find("cluster_seeds") != std::string::npos ||
+             m.find("replicas_to_ack") != std::string::npos));
+    }
+  }
+}
