@@ -47,9 +47,9 @@ RedisRouter::RedisRouter(asio::any_io_executor ex, RedisUrl url, ConnectionSetti
                                               settings_.refuse_eviction)) {}
 
 std::optional<bool> RedisRouter::clustered_if_known() const {
-  std::lock_guard guard(mu_);
-  if (mode_ == Mode::unknown) return std::nullopt;
-  return mode_ == Mode::cluster;
+  const Mode mode = mode_.load(std::memory_order_acquire);
+  if (mode == Mode::unknown) return std::nullopt;
+  return mode == Mode::cluster;
 }
 
 asio::awaitable<bool> RedisRouter::clustered() {
@@ -67,7 +67,8 @@ asio::awaitable<void> RedisRouter::probe() {
     // Cluster support disabled, CLUSTER renamed or denied by an ACL: one server. Should it be a
     // cluster after all, its first MOVED says so.
     std::lock_guard guard(mu_);
-    if (mode_ == Mode::unknown) mode_ = Mode::single;
+    Mode unknown = Mode::unknown;
+    mode_.compare_exchange_strong(unknown, Mode::single);
     co_return;
   }
   adopt(ClusterMap::from_slots_reply(r, url_.host));
@@ -80,11 +81,10 @@ void RedisRouter::adopt(ClusterMap map) {
         "database {}: drop the database from the URL",
         url_.db));
   std::lock_guard guard(mu_);
-  if (mode_ != Mode::cluster && !url_.host.empty())
-    nodes_.emplace(address(url_.host, url_.port), seed_);
-  mode_ = Mode::cluster;
+  if (!url_.host.empty()) nodes_.emplace(address(url_.host, url_.port), seed_);
   map_ = std::move(map);
   stale_ = false;
+  mode_.store(Mode::cluster, std::memory_order_release);
 }
 
 void RedisRouter::stale() {
@@ -203,8 +203,6 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
   const auto deadline = std::chrono::steady_clock::now() + settings_.command_timeout;
   std::optional<Redirect> ask;
   int redirects = 0;
-  std::minstd_rand jitter(static_cast<unsigned>(slot) * 2654435761u ^
-                          static_cast<unsigned>(std::random_device()()));
   for (int attempt = 0;; ++attempt) {
     RedisConnection::Around around;
     around.after = after;
@@ -268,6 +266,8 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
     }
     // The cluster cannot serve the slot for now (a failover or migration under way): wait and
     // retry within the command's deadline.
+    // Seeded here, not per call: most calls never wait.
+    thread_local std::minstd_rand jitter(std::random_device{}());
     const auto pause = retry_pause(attempt, static_cast<unsigned>(jitter()));
     if (std::chrono::steady_clock::now() + pause >= deadline) {
       if (reply) co_return std::move(*reply);  // TRYAGAIN / CLUSTERDOWN: the caller's error

@@ -7,6 +7,7 @@
 // those replies means the command did not run, so resending is safe even for a commit.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -74,7 +75,7 @@ class RedisRouter {
   std::vector<std::string> seeds_;
   std::shared_ptr<RedisConnection> seed_;
   mutable std::mutex mu_;
-  Mode mode_ = Mode::unknown;
+  std::atomic<Mode> mode_{Mode::unknown};  // read without the lock on every call
   std::optional<ClusterMap> map_;
   bool stale_ = false;
   // "host:port" -> its connection; a node that stopped serving slots keeps its idle one.

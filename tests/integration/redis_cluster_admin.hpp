@@ -89,9 +89,13 @@ class ClusterAdmin {
     throw std::runtime_error(fmt::format("no master serves slot {}", slot));
   }
 
+  // Polls for a while: after a failover, the node asked may still show the old pairing.
   static ClusterNodeInfo replica_of(const ClusterNodeInfo& master) {
-    for (auto& n : nodes())
-      if (!n.master && n.master_id == master.id) return n;
+    for (int i = 0; i < 200; ++i) {
+      for (auto& n : nodes())
+        if (!n.master && n.master_id == master.id) return n;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     throw std::runtime_error(fmt::format("master {} has no replica", master.port));
   }
 
