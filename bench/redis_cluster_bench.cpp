@@ -3,9 +3,10 @@
 // shows each side's median round and the ratio cluster / one server. Needs
 // STATEPACT_TEST_REDIS_URL and STATEPACT_TEST_REDIS_CLUSTER_URL (scripts/servers/redis.sh and
 // redis_cluster.sh start both), or the two URLs as argv[1] and argv[2]; argv[3] is the number of
-// rounds (default 5). On one machine the cluster's six servers share its cores with the client,
-// so the ratio is the cost of routing plus that of five more processes, an upper bound for the
-// routing alone. A benchmark, never a timed test.
+// rounds (default 5). On one machine the cluster's six servers share its cores with the client
+// (and each master's writes go to a replica, which one server does not have), so the throughput
+// ratio is the cost of routing plus that of five more processes; the client's own CPU time per call
+// is the cost of routing alone. A benchmark, never a timed test.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <fmt/format.h>
 #include <asio/io_context.hpp>
@@ -34,7 +37,14 @@ constexpr int per_worker = 300;
 
 struct Stats {
   double per_second = 0, p50_ms = 0, p99_ms = 0;
+  double client_us = 0;  // this process's CPU time (user + system) per call
 };
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 // One side: a backend and, per worker, a registered resource of its own (names spread over every
 // slot) and the lease it holds on it.
@@ -49,6 +59,7 @@ struct Side {
 template <class Op>
 Stats measure(asio::io_context& io, Side& side, Op op) {
   std::vector<std::vector<double>> lat(in_flight);
+  const double cpu0 = cpu_seconds();
   const auto t0 = Clock::now();
   statepact::bench::run_to_end(io, [&]() -> asio::awaitable<void> {
     co_await statepact::bench::side_by_side(in_flight, [&](int w) -> asio::awaitable<void> {
@@ -60,6 +71,7 @@ Stats measure(asio::io_context& io, Side& side, Op op) {
     });
   });
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = cpu_seconds() - cpu0;
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
   std::sort(all.begin(), all.end());
@@ -67,6 +79,7 @@ Stats measure(asio::io_context& io, Side& side, Op op) {
   s.per_second = all.size() / seconds;
   s.p50_ms = all[all.size() / 2];
   s.p99_ms = all[all.size() * 99 / 100];
+  s.client_us = cpu * 1e6 / all.size();
   return s;
 }
 
@@ -102,13 +115,20 @@ int main(int argc, char** argv) {
   const std::string run = fmt::format("cbench-{:08x}", rd());
   asio::io_context io;
 
-  std::vector<Side> sides(2);
+  // The cluster twice: resources spread over every slot (so over the three masters), and all in
+  // one group (one slot, one master, one connection: the routing without the spread).
+  std::vector<Side> sides(3);
   sides[0].name = "one server";
   sides[0].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), single_url);
-  sides[1].name = "cluster";
+  sides[1].name = "cluster, spread";
   sides[1].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), cluster_url);
-  for (auto& side : sides) {
-    for (int w = 0; w < in_flight; ++w) side.resources.push_back(fmt::format("{}-{}", run, w));
+  sides[2].name = "cluster, one group";
+  sides[2].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), cluster_url);
+  for (std::size_t k = 0; k < sides.size(); ++k) {
+    Side& side = sides[k];
+    for (int w = 0; w < in_flight; ++w)
+      side.resources.push_back(k == 2 ? fmt::format("{{{}}}-{}", run, w)
+                                      : fmt::format("{}-{}-{}", run, k, w));
     side.leases.resize(in_flight);
     statepact::bench::run_to_end(io, [&]() -> asio::awaitable<void> {
       for (const auto& r : side.resources) co_await side.backend->register_resource(r);
@@ -117,12 +137,12 @@ int main(int argc, char** argv) {
 
   // acquire + renew + fenced commit + release: what a worker holding a job does; then each alone.
   const std::vector<std::string> ops = {"lease cycle", "acquire", "renew", "commit", "release"};
-  std::map<std::string, std::vector<Stats>> results[2];
+  std::map<std::string, std::vector<Stats>> results[3];
   for (int round = 0; round < rounds; ++round) {
     for (const auto& op : ops) {
-      for (int k = 0; k < 2; ++k) {
-        Side& side = sides[(k + round) % 2];
-        const int which = (k + round) % 2;
+      for (int k = 0; k < 3; ++k) {
+        const int which = (k + round) % 3;
+        Side& side = sides[which];
         const std::string owner = fmt::format("o-{}-{}", round, op);
         Stats s;
         if (op == "lease cycle") {
@@ -159,19 +179,29 @@ int main(int argc, char** argv) {
         results[which][op].push_back(s);
       }
     }
+    // The next round's lease cycle starts with free resources.
+    for (auto& side : sides)
+      statepact::bench::run_to_end(io, [&]() -> asio::awaitable<void> {
+        for (auto& lease : side.leases)
+          if (lease.token != 0) co_await side.backend->release_lease(lease);
+      });
   }
   std::printf(
-      "| op (64 in flight) | one server ops/s | p50 ms | p99 ms | cluster ops/s | p50 ms | p99 ms "
-      "| cluster / one server |\n|---|---|---|---|---|---|---|---|\n");
+      "| op (64 in flight) | where | ops/s | p50 ms | p99 ms | client CPU us/op | throughput / "
+      "one server | client CPU / one server |\n|---|---|---|---|---|---|---|---|\n");
   for (const auto& op : ops) {
     auto med = [&](int side) {
       return statepact::bench::median_by(results[side][op],
                                          [](const Stats& s) { return s.per_second; });
     };
-    const Stats a = med(0), b = med(1);
-    std::printf("| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f |\n", op.c_str(),
-                a.per_second, a.p50_ms, a.p99_ms, b.per_second, b.p50_ms, b.p99_ms,
-                a.per_second > 0 ? b.per_second / a.per_second : 0.0);
+    const Stats base = med(0);
+    for (int k = 0; k < 3; ++k) {
+      const Stats x = med(k);
+      std::printf("| %s | %s | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f |\n", op.c_str(),
+                  sides[k].name.c_str(), x.per_second, x.p50_ms, x.p99_ms, x.client_us,
+                  base.per_second > 0 ? x.per_second / base.per_second : 0.0,
+                  base.client_us > 0 ? x.client_us / base.client_us : 0.0);
+    }
   }
   std::printf("\n%d rounds, %d workers x %d calls per side and op; medians of the rounds.\n",
               rounds, in_flight, per_worker);

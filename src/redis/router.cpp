@@ -83,6 +83,7 @@ void RedisRouter::adopt(ClusterMap map) {
   std::lock_guard guard(mu_);
   if (!url_.host.empty()) nodes_.emplace(address(url_.host, url_.port), seed_);
   map_ = std::move(map);
+  by_slot_.assign(cluster_slot_count, nullptr);
   stale_ = false;
   mode_.store(Mode::cluster, std::memory_order_release);
 }
@@ -99,6 +100,10 @@ bool RedisRouter::is_stale() const {
 
 std::shared_ptr<RedisConnection> RedisRouter::node(const std::string& host, int port) {
   std::lock_guard guard(mu_);
+  return node_locked(host, port);
+}
+
+std::shared_ptr<RedisConnection> RedisRouter::node_locked(const std::string& host, int port) {
   auto& conn = nodes_[address(host, port)];
   if (!conn) {
     RedisUrl u = url_;
@@ -113,14 +118,16 @@ std::shared_ptr<RedisConnection> RedisRouter::node(const std::string& host, int 
 }
 
 std::shared_ptr<RedisConnection> RedisRouter::master_for(int slot) {
-  std::optional<ClusterNode> master;
-  {
-    std::lock_guard guard(mu_);
-    if (map_)
-      if (const ClusterNode* n = map_->master_of(slot)) master = *n;
+  std::lock_guard guard(mu_);
+  if (stale_ || !map_ || slot < 0 || slot >= cluster_slot_count) return nullptr;
+  // Remembered per slot: the hot path is one lock and an index.
+  auto& cached = by_slot_[slot];
+  if (!cached) {
+    const ClusterNode* n = map_->master_of(slot);
+    if (!n) return nullptr;
+    cached = node_locked(n->host, n->port);
   }
-  if (!master) return nullptr;
-  return node(master->host, master->port);
+  return cached;
 }
 
 std::string RedisRouter::host_of(const std::shared_ptr<RedisConnection>& conn) const {
@@ -215,9 +222,8 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
       conn = node(ask->host, ask->port);
       around.before = command_of({"ASKING"});
     } else {
-      if (is_stale()) co_await refresh();
       conn = master_for(slot);
-      if (!conn) {
+      if (!conn) {  // a stale map, or no master for the slot in it
         co_await refresh();
         conn = master_for(slot);
       }
@@ -251,9 +257,11 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
           bool moved = !cluster;  // the map was just read
           if (cluster) {
             std::lock_guard guard(mu_);
-            if (map_)
+            if (map_) {
               moved = map_->move(redirect.slot,
                                  ClusterNode{redirect.host, redirect.port, std::string()});
+              by_slot_[redirect.slot] = nullptr;
+            }
           }
           // A MOVED to where the map already points: read the whole map again.
           if (!moved) co_await refresh();

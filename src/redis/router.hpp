@@ -63,6 +63,7 @@ class RedisRouter {
   // Reads the map from the first node that answers (the URL's, the seeds, every node known).
   asio::awaitable<void> refresh();
   std::shared_ptr<RedisConnection> node(const std::string& host, int port);
+  std::shared_ptr<RedisConnection> node_locked(const std::string& host, int port);  // mu_ held
   std::shared_ptr<RedisConnection> master_for(int slot);
   void adopt(ClusterMap map);
   void stale();
@@ -80,6 +81,8 @@ class RedisRouter {
   bool stale_ = false;
   // "host:port" -> its connection; a node that stopped serving slots keeps its idle one.
   std::map<std::string, std::shared_ptr<RedisConnection>> nodes_;
+  // Each slot's master's connection, filled as slots are used; emptied with the map.
+  std::vector<std::shared_ptr<RedisConnection>> by_slot_;
 };
 
 }  // namespace statepact::detail
