@@ -5,11 +5,13 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <asio/experimental/awaitable_operators.hpp>
 #include <catch2/catch.hpp>
 
 #include <statepact/detail/fingerprint.hpp>
@@ -24,30 +26,33 @@
 namespace sp = statepact;
 using namespace std::chrono_literals;
 using sp::test::ClusterAdmin;
+using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
 // What one client saw while the cluster changed under it: each round acquires the lease as a new
 // owner, commits n + 1 fenced by the token, and releases. A round that fails is done again by the
-// same owner (re-acquiring as the same owner is safe: the same lease, the same token).
+// same owner (re-acquiring as the same owner is safe: the same lease, the same token). Two
+// clients, each with a backend (a connection) of its own, race for the one lease.
 struct Seen {
   std::vector<std::pair<int, sp::Token>> tokens;  // (round, token) the backend said was held
   int committed = 0;                              // commits reported applied
   int unknown = 0;                                // CommitUnknownError: applied or not
   int retried = 0;                                // retryable errors (the cluster was changing)
-  int after = 0;                                  // rounds completed once the operator was done
+  int busy = 0;                                   // the other client held the lease
   std::vector<std::string> errors;                // the first few retryable ones
   std::vector<std::string> fatal;                 // errors that are not retryable
 };
 
-asio::awaitable<void> client(sp::RedisBackend& b, std::string resource, std::atomic<int>& phase,
-                             Seen& seen) {
+// `after`: rounds both clients completed once the operator was done (they stop at 20).
+asio::awaitable<void> client(sp::RedisBackend& b, std::string resource, std::string name,
+                             std::atomic<int>& phase, int& after, Seen& seen) {
   sp::Manager<sp::RedisBackend> m(b);
   int round = 0;
-  while (phase.load() < 2 || seen.after < 20) {
+  while (phase.load() < 2 || after < 20) {
     if (phase.load() == 3) break;  // the operator gave up: stop
-    const std::string owner = fmt::format("client-{}", round);
-    bool failed = false;
+    const std::string owner = fmt::format("{}-{}", name, round);
+    auto pause = 0ms;  // before the next try, after a failure
     try {
       sp::Lease lease = co_await b.acquire_lease(resource, owner, 10s);
       seen.tokens.emplace_back(round, lease.token);
@@ -62,23 +67,33 @@ asio::awaitable<void> client(sp::RedisBackend& b, std::string resource, std::ato
         ++seen.unknown;
       }
       co_await b.release_lease(lease);
-      if (phase.load() >= 2) ++seen.after;
+      if (phase.load() >= 2) ++after;
       ++round;
+    } catch (const sp::LeaseNotAvailableError&) {
+      ++seen.busy;
+      pause = 2ms;
     } catch (const sp::Error& e) {
       if (!e.retryable()) seen.fatal.push_back(e.what());
       if (seen.errors.size() < 5) seen.errors.push_back(e.what());
       ++seen.retried;
-      failed = true;
+      pause = 20ms;
     }
     if (seen.fatal.size() > 5) co_return;
-    if (failed) co_await sp::test::sleep_for(20ms);
+    if (pause > 0ms) co_await sp::test::sleep_for(pause);
   }
 }
 
 // Tokens the backend said were held: each round's larger than every earlier round's (a token
 // issued twice, or one lost in a failover and issued again, breaks this); a round done again may
 // see its own token again.
-void check_tokens(const Seen& seen) {
+void check_tokens(const Seen& seen, const Seen& other) {
+  // A token the two clients were both given: issued twice.
+  std::set<sp::Token> mine;
+  for (auto [round, token] : seen.tokens) mine.insert(token);
+  for (auto [round, token] : other.tokens) {
+    INFO("token " << token << " was given to both clients");
+    CHECK(mine.count(token) == 0);
+  }
   std::string all;
   for (auto [round, token] : seen.tokens) all += fmt::format("{}:{} ", round, token);
   INFO("round:token " << all);
@@ -91,24 +106,31 @@ void check_tokens(const Seen& seen) {
 }
 
 // The counter holds every commit reported applied, and at most the ones in doubt besides.
-asio::awaitable<void> check_counter(sp::RedisBackend& b, std::string resource, const Seen& seen) {
+asio::awaitable<void> check_counter(sp::RedisBackend& b, std::string resource, const Seen& one,
+                                    const Seen& two) {
   const sp::Entry n = co_await b.read(resource, "n");
   const int value = n.value ? n.value->get<int>() : 0;
-  INFO(fmt::format("n = {}, committed {}, unknown {}", value, seen.committed, seen.unknown));
-  CHECK(value >= seen.committed);
-  CHECK(value <= seen.committed + seen.unknown);
+  const int committed = one.committed + two.committed, unknown = one.unknown + two.unknown;
+  INFO(fmt::format("n = {}, committed {}, unknown {}", value, committed, unknown));
+  CHECK(value >= committed);
+  CHECK(value <= committed + unknown);
 }
 
 std::string cluster_url() {
   return sp::test::redis_cluster_test_url();
 }
 
-// Runs `operate` on a thread while a client works on `resource`: phase 1 while the operator works,
-// 2 once it is done (the client must then complete 20 more rounds), 3 if it failed.
+struct Race {
+  Seen a, b;
+};
+
+// Runs `operate` on a thread while two clients race on `resource`: phase 1 while the operator
+// works, 2 once it is done (the clients must then complete 20 more rounds), 3 if it failed.
 template <class Operate>
-Seen under_operator(const std::string& resource, sp::RedisOptions options, Operate operate) {
-  Seen seen;
+Race under_operator(const std::string& resource, sp::RedisOptions options, Operate operate) {
+  Race race;
   std::atomic<int> phase{0};
+  int after = 0;
   std::string failure;
   std::thread op([&] {
     try {
@@ -122,10 +144,11 @@ Seen under_operator(const std::string& resource, sp::RedisOptions options, Opera
   });
   try {
     sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-      sp::RedisBackend b(ex, cluster_url(), options);
-      co_await b.register_resource(resource, sp::Value::parse(R"({"n": 0})"));
-      co_await client(b, resource, phase, seen);
-      co_await check_counter(b, resource, seen);
+      sp::RedisBackend one(ex, cluster_url(), options), two(ex, cluster_url(), options);
+      co_await one.register_resource(resource, sp::Value::parse(R"({"n": 0})"));
+      co_await (client(one, resource, "a", phase, after, race.a) &&
+                client(two, resource, "b", phase, after, race.b));
+      co_await check_counter(one, resource, race.a, race.b);
     });
   } catch (...) {
     phase = 3;
@@ -135,14 +158,17 @@ Seen under_operator(const std::string& resource, sp::RedisOptions options, Opera
   op.join();
   INFO(failure);
   REQUIRE(failure.empty());
-  if (!seen.errors.empty())
-    WARN(fmt::format("{} retried errors, the first: {}", seen.retried,
-                     fmt::join(seen.errors, " | ")));
-  INFO(fmt::format("fatal errors: {}", fmt::join(seen.fatal, " | ")));
-  CHECK(seen.fatal.empty());
-  CHECK(seen.after >= 20);
-  check_tokens(seen);
-  return seen;
+  for (const Seen* seen : {&race.a, &race.b}) {
+    if (!seen->errors.empty())
+      WARN(fmt::format("{} retried errors, the first: {}", seen->retried,
+                       fmt::join(seen->errors, " | ")));
+    INFO(fmt::format("fatal errors: {}", fmt::join(seen->fatal, " | ")));
+    CHECK(seen->fatal.empty());
+  }
+  CHECK(after >= 20);
+  check_tokens(race.a, race.b);
+  check_tokens(race.b, race.a);
+  return race;
 }
 
 template <class Pred>
@@ -241,7 +267,7 @@ TEST_CASE(
   const int slot = sp::detail::resource_slot(resource);
   long long asking_before = 0;
   int target_port = 0;
-  auto seen = under_operator(resource, sp::RedisOptions(), [&] {
+  auto race = under_operator(resource, sp::RedisOptions(), [&] {
     std::this_thread::sleep_for(300ms);  // the client works on the source for a while
     const auto source = ClusterAdmin::master_of(slot);
     const auto target = ClusterAdmin::other_master(source);
@@ -276,7 +302,7 @@ TEST_CASE(
                "the slot did not move");
   });
   CHECK(ClusterAdmin::calls(target_port, "asking") > asking_before);
-  CHECK(seen.committed > 20);
+  CHECK(race.a.committed + race.b.committed > 20);
   CHECK(ClusterAdmin::keys_in_slot(target_port, slot).size() >= 4);
 }
 
@@ -284,7 +310,7 @@ TEST_CASE("on a cluster a manual failover under a running client never issues a 
           "[redis][cluster]") {
   const std::string resource = "{failover-" + sp::test::random_hex() + "}/counter";
   const int slot = sp::detail::resource_slot(resource);
-  auto seen = under_operator(resource, sp::RedisOptions(), [&] {
+  auto race = under_operator(resource, sp::RedisOptions(), [&] {
     std::this_thread::sleep_for(300ms);
     const auto master = ClusterAdmin::master_of(slot);
     const auto replica = ClusterAdmin::replica_of(master);
@@ -293,17 +319,17 @@ TEST_CASE("on a cluster a manual failover under a running client never issues a 
                "the replica did not take over");
   });
   ClusterAdmin::wait_whole();
-  CHECK(seen.committed > 20);
+  CHECK(race.a.committed + race.b.committed > 20);
 }
 
 namespace {
 
-// A master killed with SIGKILL while a client runs; its replica takes over and the old master comes
-// back as a replica.
-Seen kill_master(sp::RedisOptions options) {
+// A master killed with SIGKILL while two clients race; its replica takes over and the old master
+// comes back as a replica.
+Race kill_master(sp::RedisOptions options) {
   const std::string resource = "{kill-" + sp::test::random_hex() + "}/counter";
   const int slot = sp::detail::resource_slot(resource);
-  auto seen = under_operator(resource, options, [&] {
+  auto race = under_operator(resource, options, [&] {
     std::this_thread::sleep_for(500ms);
     const auto master = ClusterAdmin::master_of(slot);
     const auto replica = ClusterAdmin::replica_of(master);
@@ -314,8 +340,9 @@ Seen kill_master(sp::RedisOptions options) {
   });
   ClusterAdmin::wait_whole();
   WARN(fmt::format("SIGKILL of a master: {} leases, {} commits applied, {} in doubt, {} retried",
-                   seen.tokens.size(), seen.committed, seen.unknown, seen.retried));
-  return seen;
+                   race.a.tokens.size() + race.b.tokens.size(), race.a.committed + race.b.committed,
+                   race.a.unknown + race.b.unknown, race.a.retried + race.b.retried));
+  return race;
 }
 
 }  // namespace
@@ -324,8 +351,8 @@ TEST_CASE(
     "on a cluster a master killed with SIGKILL: with replicas_to_ack(1) no token is issued "
     "twice and no acknowledged commit is lost",
     "[redis][cluster]") {
-  auto seen = kill_master(sp::RedisOptions().replicas_to_ack(1).command_timeout(3s));
-  CHECK(seen.committed > 20);
+  auto race = kill_master(sp::RedisOptions().replicas_to_ack(1).command_timeout(3s));
+  CHECK(race.a.committed + race.b.committed > 20);
 }
 
 // Hidden: the same without replicas_to_ack, to see what asynchronous replication loses (run by
