@@ -102,8 +102,11 @@ RedisBackend::~RedisBackend() {
   impl_->close();
 }
 
-asio::awaitable<RedisServerCheck> RedisBackend::check_server() {
-  auto conn = impl_->unchecked_connection();
+namespace {
+
+// The four reads check_server judges, on a connection of its own (closed after).
+asio::awaitable<RedisServerCheck> check_one(std::shared_ptr<detail::RedisConnection> conn,
+                                            int replicas_to_ack, bool cluster_node) {
   std::vector<std::string> info_memory = {"INFO", "memory"};
   std::vector<std::string> info_persistence = {"INFO", "persistence"};
   std::vector<std::string> info_replication = {"INFO", "replication"};
@@ -121,8 +124,34 @@ asio::awaitable<RedisServerCheck> RedisBackend::check_server() {
   }
   conn->close();
   if (failure) std::rethrow_exception(failure);
+  co_return detail::judge_redis_server(memory, persistence, replication, fsync, replicas_to_ack,
+                                       cluster_node);
+}
 
-  co_return detail::judge_redis_server(memory, persistence, replication, fsync);
+}  // namespace
+
+asio::awaitable<RedisServerCheck> RedisBackend::check_server() {
+  auto impl = impl_;
+  const int acks = impl->options.replicas_to_ack();
+  // A server the backend refuses (eviction) is no cluster as far as it can tell: checked alone.
+  bool cluster = false;
+  try {
+    cluster = co_await impl->router().clustered();
+  } catch (const ConfigurationError&) {
+  }
+  if (!cluster) co_return co_await check_one(impl->unchecked_connection(), acks, false);
+  // On a cluster, every node the map names, masters and replicas: "<host:port> <setting>".
+  RedisServerCheck all;
+  const auto nodes = impl->router().nodes();
+  for (const auto& node : nodes) {
+    RedisServerCheck one =
+        co_await check_one(impl->router().unchecked_connection(node.host, node.port), acks, true);
+    for (auto& setting : one.settings) {
+      setting.setting = fmt::format("{}:{} {}", node.host, node.port, setting.setting);
+      all.settings.push_back(std::move(setting));
+    }
+  }
+  co_return all;
 }
 
 // ---- leases and fencing ---------------------------------------------------------------------

@@ -145,20 +145,7 @@ asio::awaitable<void> RedisRouter::refresh() {
   // The URL's node first, then the seeds, then every node the last map named.
   std::vector<std::pair<std::string, int>> candidates;
   for (const auto& s : seeds_) candidates.push_back(split_seed(s));
-  {
-    std::lock_guard guard(mu_);
-    if (map_)
-      for (const auto& m : map_->masters()) {
-        candidates.emplace_back(m.host, m.port);
-        for (int slot = 0; slot < cluster_slot_count; ++slot) {
-          const ClusterNode* owner = map_->master_of(slot);
-          if (owner && owner->same_address(m)) {
-            for (const auto& r : map_->replicas_of(slot)) candidates.emplace_back(r.host, r.port);
-            break;
-          }
-        }
-      }
-  }
+  for (const auto& n : nodes()) candidates.emplace_back(n.host, n.port);
   std::string failures;
   for (std::size_t i = 0; i <= candidates.size(); ++i) {
     auto conn = i == 0 ? seed_ : node(candidates[i - 1].first, candidates[i - 1].second);
@@ -291,6 +278,33 @@ asio::awaitable<RedisReply> RedisRouter::call(int slot, RedisConnection::Args cm
 std::shared_ptr<RedisConnection> RedisRouter::unchecked_connection() const {
   return std::make_shared<RedisConnection>(ex_, url_, settings_.command_timeout,
                                            settings_.connect_timeout, settings_.client_name, false);
+}
+
+std::shared_ptr<RedisConnection> RedisRouter::unchecked_connection(const std::string& host,
+                                                                   int port) const {
+  RedisUrl u = url_;
+  u.host = host;
+  u.port = port;
+  u.unix_path.clear();
+  return std::make_shared<RedisConnection>(ex_, std::move(u), settings_.command_timeout,
+                                           settings_.connect_timeout, settings_.client_name, false);
+}
+
+std::vector<ClusterNode> RedisRouter::nodes() const {
+  std::lock_guard guard(mu_);
+  std::vector<ClusterNode> out;
+  if (!map_) return out;
+  for (const auto& m : map_->masters()) {
+    out.push_back(m);
+    for (int slot = 0; slot < cluster_slot_count; ++slot) {
+      const ClusterNode* owner = map_->master_of(slot);
+      if (owner && owner->same_address(m)) {
+        for (const auto& r : map_->replicas_of(slot)) out.push_back(r);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 void RedisRouter::close() {

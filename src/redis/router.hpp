@@ -52,8 +52,11 @@ class RedisRouter {
 
   // The strand commands without a waiting caller are started on.
   const asio::strand<asio::any_io_executor>& strand() const { return seed_->strand(); }
-  // A connection of its own to the URL's node, without the eviction check.
+  // A connection of its own to the URL's node (or to `host:port`), without the eviction check.
   std::shared_ptr<RedisConnection> unchecked_connection() const;
+  std::shared_ptr<RedisConnection> unchecked_connection(const std::string& host, int port) const;
+  // Every node of the last map, masters and their replicas, in slot order.
+  std::vector<ClusterNode> nodes() const;
   void close();
 
  private:

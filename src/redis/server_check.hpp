@@ -3,7 +3,10 @@
 // it is safe, and what to change when it is not.
 #pragma once
 
+#include <cstdlib>
 #include <string>
+
+#include <fmt/format.h>
 #include <utility>
 
 #include <statepact/backends/redis.hpp>
@@ -32,9 +35,12 @@ inline RedisServerSetting server_setting(std::string name, std::string value, bo
 }
 
 // The replies to INFO memory, INFO persistence, INFO replication and CONFIG GET appendfsync (an
-// error reply there, CONFIG being renamed or refused, leaves the value unknown).
+// error reply there, CONFIG being renamed or refused, leaves the value unknown). A master's
+// replicas are safe when the backend waits for all of them (`replicas_to_ack`); a replica is
+// expected on a cluster (`cluster_node`), where the backend never writes to it.
 inline RedisServerCheck judge_redis_server(const RedisReply& memory, const RedisReply& persistence,
-                                           const RedisReply& replication, const RedisReply& fsync) {
+                                           const RedisReply& replication, const RedisReply& fsync,
+                                           int replicas_to_ack = 0, bool cluster_node = false) {
   RedisServerCheck check;
   const std::string policy = info_field(memory, "maxmemory_policy");
   check.settings.push_back(server_setting(
@@ -62,17 +68,25 @@ inline RedisServerCheck judge_redis_server(const RedisReply& memory, const Redis
             "increments in a crash and re-issue tokens"));
   const std::string role = info_field(replication, "role");
   const std::string replicas = info_field(replication, "connected_slaves");
+  const int replica_count = replicas.empty() ? 0 : std::atoi(replicas.c_str());
+  const bool ok =
+      role == "master" ? replica_count <= replicas_to_ack : role == "slave" && cluster_node;
+  std::string advice;
+  if (role == "master")
+    advice = fmt::format(
+        "replication is asynchronous: after a failover the promoted replica may lack the latest "
+        "tokens and writes and re-issue tokens; set RedisOptions::replicas_to_ack({}) so every "
+        "write waits for all {} replicas (docs/backends/redis.md, \"Failover\"), fail over only "
+        "with the old primary fenced off and fully caught up, or use a single server",
+        replica_count, replica_count);
+  else
+    advice =
+        "this server is a replica: writes fail with READONLY; point the backend at the primary";
   check.settings.push_back(server_setting(
       "replication",
       role.empty() ? std::string()
-                   : role + ", " + (replicas.empty() ? "0" : replicas) + " replicas",
-      role == "master" && (replicas.empty() || replicas == "0"),
-      role == "master"
-          ? "replication is asynchronous: after a failover the promoted replica may lack the "
-            "latest tokens and writes and re-issue tokens; fail over only with the old primary "
-            "fenced off and fully caught up, or use a single server"
-          : "this server is a replica: writes fail with READONLY; point the backend at the "
-            "primary"));
+                   : fmt::format("{}, {} replicas", role, replicas.empty() ? "0" : replicas),
+      ok, advice));
   return check;
 }
 

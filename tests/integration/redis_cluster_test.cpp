@@ -426,3 +426,28 @@ TEST_CASE("replicas_to_ack that the replicas cannot meet never reports success",
     CHECK(written.value == sp::Value(1));
   });
 }
+
+TEST_CASE("check_server on a cluster reads every node", "[redis][cluster]") {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sp::RedisBackend waits(ex, cluster_url(), sp::RedisOptions().replicas_to_ack(1));
+    const sp::RedisServerCheck safe = co_await waits.check_server();
+    // Six nodes, four settings each, named by node; the test cluster is set up safely.
+    CHECK(safe.settings.size() == 24);
+    for (const auto& s : safe.settings) {
+      INFO(s.setting << " = " << s.value << ": " << s.advice);
+      CHECK(s.ok);
+      CHECK_THAT(s.setting, Catch::StartsWith("127.0.0.1:"));
+    }
+    // Without waiting for the replicas, each master's replication is the risk it reports.
+    sp::RedisBackend plain(ex, cluster_url());
+    const sp::RedisServerCheck risky = co_await plain.check_server();
+    int unsafe = 0;
+    for (const auto& s : risky.settings)
+      if (!s.ok) {
+        ++unsafe;
+        CHECK_THAT(s.setting, Catch::EndsWith(" replication"));
+        CHECK_THAT(s.advice, Catch::Contains("replicas_to_ack(1)"));
+      }
+    CHECK(unsafe == 3);
+  });
+}

@@ -75,3 +75,21 @@ TEST_CASE("redis server check: what cannot be read is unknown and not safe",
   CHECK_FALSE(check.settings[3].ok);
   CHECK(check.settings[3].advice.find("replica") != std::string::npos);
 }
+
+TEST_CASE("redis server check: replicas are safe when every write waits for all of them",
+          "[server_check][redis]") {
+  auto replication = [](int replicas_to_ack, const char* info, bool cluster_node) {
+    return d::judge_redis_server(info_reply("maxmemory_policy:noeviction\r\n"),
+                                 info_reply("aof_enabled:1\r\n"), info_reply(info),
+                                 fsync_reply("always"), replicas_to_ack, cluster_node)
+        .settings[3];
+  };
+  CHECK(replication(1, "role:master\r\nconnected_slaves:1\r\n", true).ok);
+  CHECK(replication(2, "role:master\r\nconnected_slaves:1\r\n", false).ok);
+  const auto short_of = replication(1, "role:master\r\nconnected_slaves:2\r\n", true);
+  CHECK_FALSE(short_of.ok);
+  CHECK(short_of.advice.find("replicas_to_ack(2)") != std::string::npos);
+  // A cluster's replicas are never written to; a replica named as the server is a mistake.
+  CHECK(replication(0, "role:slave\r\n", true).ok);
+  CHECK_FALSE(replication(0, "role:slave\r\n", false).ok);
+}

@@ -1,7 +1,7 @@
 /// @file
 /// RedisBackend: leases, fencing and sessions in a Redis server or Redis Cluster, over pipelined
-/// connections driven by Asio. Pimpl: no hiredis type or header here. docs/backends/redis.md has the key
-/// layout.
+/// connections driven by Asio. Pimpl: no hiredis type or header here. docs/backends/redis.md has
+/// the key layout.
 #pragma once
 
 #include <chrono>
@@ -169,7 +169,8 @@ struct RedisServerSetting {
 
 /// What RedisBackend::check_server() found: one entry per setting checked.
 struct RedisServerCheck {
-  /// maxmemory-policy, appendonly, appendfsync and replication, in that order.
+  /// maxmemory-policy, appendonly, appendfsync and replication, in that order (per node, on a
+  /// cluster).
   std::vector<RedisServerSetting> settings;
   /// True when every setting is ok.
   bool ok() const {
@@ -219,7 +220,9 @@ class RedisBackend {
   /// Reads the server settings that fencing and commit safety depend on (docs/backends/redis.md,
   /// "Server settings that safety depends on"): maxmemory-policy, appendonly, appendfsync and
   /// replication. Changes nothing, and works on a server the backend refuses (it opens its own
-  /// connection without the eviction check). Throws only when the server cannot be reached.
+  /// connection without the eviction check). On a cluster, every node of the slot map, each
+  /// setting named "<host:port> <setting>"; a master's replication counts as safe when
+  /// replicas_to_ack covers all its replicas. Throws only when a server cannot be reached.
   asio::awaitable<RedisServerCheck> check_server();
 
   // ---- leases and fencing -------------------------------------------------------------------
@@ -289,9 +292,9 @@ class RedisBackend {
   asio::awaitable<SessionId> begin_session(std::vector<std::string> resources, Isolation isolation);
   /// Takes a shared or exclusive lock on `key` for `session` and returns the key's latest entry
   /// under the lock. A lock that cannot be granted is polled (1 to 20 ms, jittered) from a place in
-  /// the key's FIFO queue until `timeout` (local steady clock). A lock record expires lock_record_ttl after its last
-  /// grant. Cancelling the awaiting coroutine ends the wait (`operation_aborted`); locks already
-  /// held stay until commit() or end_session().
+  /// the key's FIFO queue until `timeout` (local steady clock). A lock record expires
+  /// lock_record_ttl after its last grant. Cancelling the awaiting coroutine ends the wait
+  /// (`operation_aborted`); locks already held stay until commit() or end_session().
   /// @throws LockTimeoutError (retryable) if not granted within `timeout`.
   /// @throws DeadlockError (retryable) if waiting would close a wait cycle.
   /// @throws ResourceNotFoundError when the resource is not registered.
