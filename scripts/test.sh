@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: installs what it needs, builds a normal and an AddressSanitizer+UBSan configuration,
-# starts a private PostgreSQL and Redis, runs all tests of both through ctest, stops the servers,
-# and runs a short fault-injection check on the normal build.
+# starts a private PostgreSQL, Redis and Redis Cluster (scripts/servers/), runs all tests of both
+# through ctest, stops the servers, and runs a short fault-injection check on the normal build.
 # Exits non-zero on any failure. Run as root (PostgreSQL is started through runuser).
 set -euo pipefail
 STATEPACT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
