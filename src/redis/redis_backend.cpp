@@ -414,21 +414,18 @@ void RedisBackend::end_session(SessionId session) noexcept {
     auto locks = impl_->take_locks(session);
     if (!locks) return;  // never asked for a lock: nothing to release
     const std::string owner = impl_->lock_owner(session);
-    // One script per slot: on a cluster a script touches one slot only (the session's resources
-    // share one, so this is one script there too).
-    std::map<int, std::vector<std::string>> by_slot;
-    for (auto& k : *locks) by_slot[detail::key_slot(k)].push_back(std::move(k));
+    // On a cluster, one script per slot (a script touches one slot only; the session's resources
+    // share one, so this is one script there too); on one server, one script for all.
     if (impl_->router().clustered_if_known().value_or(false)) {
+      std::map<int, std::vector<std::string>> by_slot;
+      for (auto& k : *locks) by_slot[detail::key_slot(k)].push_back(std::move(k));
       for (auto& [slot, keys] : by_slot) {
         auto call = detail::encode_unlock(std::move(keys), owner);
         impl_->fire(Script::unlock, std::move(call.keys), std::move(call.args));
       }
       return;
     }
-    std::vector<std::string> all;
-    for (auto& [slot, keys] : by_slot)
-      for (auto& k : keys) all.push_back(std::move(k));
-    auto call = detail::encode_unlock(std::move(all), owner);
+    auto call = detail::encode_unlock(std::move(*locks), owner);
     impl_->fire(Script::unlock, std::move(call.keys), std::move(call.args));
   } catch (...) {
   }
