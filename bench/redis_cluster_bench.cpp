@@ -4,9 +4,11 @@
 // STATEPACT_TEST_REDIS_URL and STATEPACT_TEST_REDIS_CLUSTER_URL (scripts/servers/redis.sh and
 // redis_cluster.sh start both), or the two URLs as argv[1] and argv[2]; argv[3] is the number of
 // rounds (default 5). On one machine the cluster's six servers share its cores with the client
-// (and each master's writes go to a replica, which one server does not have), so the throughput
-// ratio is the cost of routing plus that of five more processes; the client's own CPU time per call
-// is the cost of routing alone. A benchmark, never a timed test.
+// (and each master's writes go to a replica, which one server does not have), so that ratio is the
+// cost of routing plus that of five more processes. The routing alone is measured on two servers
+// the benchmark starts for itself with the same settings, a plain one and a cluster of one master
+// (own_redis.hpp): same server work, so their ratio is what cluster mode costs. The client's CPU
+// time per call is shown too. A benchmark, never a timed test.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include <statepact/redis.hpp>
 
 #include "median.hpp"
+#include "own_redis.hpp"
 #include "workers.hpp"
 
 namespace sp = statepact;
@@ -50,6 +53,7 @@ double cpu_seconds() {
 // slot) and the lease it holds on it.
 struct Side {
   std::string name;
+  int base;  // the side its ratios are against
   std::unique_ptr<sp::RedisBackend> backend;
   std::vector<std::string> resources;
   std::vector<sp::Lease> leases;
@@ -116,32 +120,47 @@ int main(int argc, char** argv) {
   asio::io_context io;
 
   // The cluster twice: resources spread over every slot (so over the three masters), and all in
-  // one group (one slot, one master, one connection: the routing without the spread).
-  std::vector<Side> sides(3);
-  sides[0].name = "one server";
-  sides[0].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), single_url);
-  sides[1].name = "cluster, spread";
-  sides[1].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), cluster_url);
-  sides[2].name = "cluster, one group";
-  sides[2].backend = std::make_unique<sp::RedisBackend>(io.get_executor(), cluster_url);
-  for (std::size_t k = 0; k < sides.size(); ++k) {
+  // one group (one slot, one master, one connection: the routing without the spread). Then the
+  // routing alone: a plain server and a one-master cluster of the benchmark's own.
+  const statepact::bench::OwnRedis own_plain(false);
+  const statepact::bench::OwnRedis own_cluster(true);
+  struct Plan {
+    const char* name;
+    std::string url;
+    int base;
+    bool grouped;
+  };
+  const std::vector<Plan> plans = {{"one server", single_url, 0, false},
+                                   {"cluster, spread", cluster_url, 0, false},
+                                   {"cluster, one group", cluster_url, 0, true},
+                                   {"own plain server", own_plain.url(), 3, false},
+                                   {"own one-master cluster", own_cluster.url(), 3, false}};
+  const int n_sides = static_cast<int>(plans.size());
+  std::vector<Side> sides(plans.size());
+  for (int k = 0; k < n_sides; ++k) {
     Side& side = sides[k];
+    side.name = plans[k].name;
+    side.base = plans[k].base;
+    side.backend = std::make_unique<sp::RedisBackend>(io.get_executor(), plans[k].url);
     for (int w = 0; w < in_flight; ++w)
-      side.resources.push_back(k == 2 ? fmt::format("{{{}}}-{}", run, w)
-                                      : fmt::format("{}-{}-{}", run, k, w));
+      side.resources.push_back(plans[k].grouped ? fmt::format("{{{}}}-{}", run, w)
+                                                : fmt::format("{}-{}-{}", run, k, w));
     side.leases.resize(in_flight);
     statepact::bench::run_to_end(io, [&]() -> asio::awaitable<void> {
+      // A listing asks the server whether it is a cluster (CLUSTER SLOTS), so the one-master
+      // cluster's calls are routed by slot from the start, as they would be after a MOVED.
+      co_await side.backend->list_leases(run + "-none-*");
       for (const auto& r : side.resources) co_await side.backend->register_resource(r);
     });
   }
 
   // acquire + renew + fenced commit + release: what a worker holding a job does; then each alone.
   const std::vector<std::string> ops = {"lease cycle", "acquire", "renew", "commit", "release"};
-  std::map<std::string, std::vector<Stats>> results[3];
+  std::vector<std::map<std::string, std::vector<Stats>>> results(sides.size());
   for (int round = 0; round < rounds; ++round) {
     for (const auto& op : ops) {
-      for (int k = 0; k < 3; ++k) {
-        const int which = (k + round) % 3;
+      for (int k = 0; k < n_sides; ++k) {
+        const int which = (k + round) % n_sides;
         Side& side = sides[which];
         const std::string owner = fmt::format("o-{}-{}", round, op);
         Stats s;
@@ -186,23 +205,29 @@ int main(int argc, char** argv) {
           if (lease.token != 0) co_await side.backend->release_lease(lease);
       });
   }
-  std::printf(
-      "| op (64 in flight) | where | ops/s | p50 ms | p99 ms | client CPU us/op | throughput / "
-      "one server | client CPU / one server |\n|---|---|---|---|---|---|---|---|\n");
-  for (const auto& op : ops) {
-    auto med = [&](int side) {
-      return statepact::bench::median_by(results[side][op],
-                                         [](const Stats& s) { return s.per_second; });
-    };
-    const Stats base = med(0);
-    for (int k = 0; k < 3; ++k) {
-      const Stats x = med(k);
-      std::printf("| %s | %s | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f |\n", op.c_str(),
-                  sides[k].name.c_str(), x.per_second, x.p50_ms, x.p99_ms, x.client_us,
-                  base.per_second > 0 ? x.per_second / base.per_second : 0.0,
-                  base.client_us > 0 ? x.client_us / base.client_us : 0.0);
+  auto med = [&](int side, const std::string& op) {
+    return statepact::bench::median_by(results[side][op],
+                                       [](const Stats& s) { return s.per_second; });
+  };
+  auto table = [&](const char* title, int first, int last) {
+    std::printf(
+        "%s\n\n| op (64 in flight) | where | ops/s | p50 ms | p99 ms | client CPU us/op | "
+        "throughput / %s | client CPU / %s |\n|---|---|---|---|---|---|---|---|\n",
+        title, sides[first].name.c_str(), sides[first].name.c_str());
+    for (const auto& op : ops) {
+      for (int k = first; k <= last; ++k) {
+        const Stats base = med(sides[k].base, op);
+        const Stats x = med(k, op);
+        std::printf("| %s | %s | %.0f | %.2f | %.2f | %.1f | %.2f | %.2f |\n", op.c_str(),
+                    sides[k].name.c_str(), x.per_second, x.p50_ms, x.p99_ms, x.client_us,
+                    base.per_second > 0 ? x.per_second / base.per_second : 0.0,
+                    base.client_us > 0 ? x.client_us / base.client_us : 0.0);
+      }
     }
-  }
+    std::printf("\n");
+  };
+  table("The test servers: one server against the 3-master, 3-replica cluster", 0, 2);
+  table("The routing alone: the same server plain and as a one-master cluster", 3, 4);
   std::printf("\n%d rounds, %d workers x %d calls per side and op; medians of the rounds.\n",
               rounds, in_flight, per_worker);
   return 0;
