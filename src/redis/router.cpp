@@ -21,15 +21,6 @@ std::string address(const std::string& host, int port) {
                                              : fmt::format("{}:{}", host, port);
 }
 
-// "host:port" as RedisOptions::cluster_seeds checked it.
-std::pair<std::string, int> split_seed(const std::string& seed) {
-  const auto colon = seed.rfind(':');
-  std::string host = seed.substr(0, colon);
-  if (host.size() > 1 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return {host, std::stoi(seed.substr(colon + 1))};
-}
-
 RedisConnection::Args command_of(std::vector<std::string> args) {
   return std::make_shared<const std::vector<std::string>>(std::move(args));
 }
@@ -41,10 +32,11 @@ RedisRouter::RedisRouter(asio::any_io_executor ex, RedisUrl url, ConnectionSetti
     : ex_(std::move(ex)),
       url_(std::move(url)),
       settings_(std::move(settings)),
-      seeds_(std::move(seeds)),
       seed_(std::make_shared<RedisConnection>(ex_, url_, settings_.command_timeout,
                                               settings_.connect_timeout, settings_.client_name,
-                                              settings_.refuse_eviction)) {}
+                                              settings_.refuse_eviction)) {
+  for (const auto& s : seeds) seeds_.push_back(parse_host_port("redis cluster seed", s));
+}
 
 std::optional<bool> RedisRouter::clustered_if_known() const {
   const Mode mode = mode_.load(std::memory_order_acquire);
@@ -81,7 +73,7 @@ void RedisRouter::adopt(ClusterMap map) {
         "database {}: drop the database from the URL",
         url_.db));
   std::lock_guard guard(mu_);
-  if (!url_.host.empty()) nodes_.emplace(address(url_.host, url_.port), seed_);
+  if (!url_.host.empty()) nodes_.emplace(HostPort{url_.host, url_.port}, seed_);
   map_ = std::move(map);
   by_slot_.assign(cluster_slot_count, nullptr);
   stale_ = false;
@@ -104,17 +96,20 @@ std::shared_ptr<RedisConnection> RedisRouter::node(const std::string& host, int 
 }
 
 std::shared_ptr<RedisConnection> RedisRouter::node_locked(const std::string& host, int port) {
-  auto& conn = nodes_[address(host, port)];
-  if (!conn) {
-    RedisUrl u = url_;
-    u.host = host;
-    u.port = port;
-    u.unix_path.clear();
-    conn = std::make_shared<RedisConnection>(ex_, std::move(u), settings_.command_timeout,
+  auto& conn = nodes_[HostPort{host, port}];
+  if (!conn)
+    conn = std::make_shared<RedisConnection>(ex_, url_for(host, port), settings_.command_timeout,
                                              settings_.connect_timeout, settings_.client_name,
                                              settings_.refuse_eviction);
-  }
   return conn;
+}
+
+RedisUrl RedisRouter::url_for(const std::string& host, int port) const {
+  RedisUrl u = url_;
+  u.host = host;
+  u.port = port;
+  u.unix_path.clear();
+  return u;
 }
 
 std::shared_ptr<RedisConnection> RedisRouter::master_for(int slot) {
@@ -132,24 +127,19 @@ std::shared_ptr<RedisConnection> RedisRouter::master_for(int slot) {
 
 std::string RedisRouter::host_of(const std::shared_ptr<RedisConnection>& conn) const {
   std::lock_guard guard(mu_);
-  for (const auto& [addr, c] : nodes_)
-    if (c == conn) {
-      auto host = addr.substr(0, addr.rfind(':'));
-      if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-      return host;
-    }
+  for (const auto& [where, c] : nodes_)
+    if (c == conn) return where.host;
   return url_.host;
 }
 
 asio::awaitable<void> RedisRouter::refresh() {
   // The URL's node first, then the seeds, then every node the last map named.
-  std::vector<std::pair<std::string, int>> candidates;
-  for (const auto& s : seeds_) candidates.push_back(split_seed(s));
-  for (const auto& n : nodes()) candidates.emplace_back(n.host, n.port);
+  std::vector<HostPort> candidates = seeds_;
+  for (const auto& n : nodes()) candidates.push_back(HostPort{n.host, n.port});
   std::string failures;
   for (std::size_t i = 0; i <= candidates.size(); ++i) {
-    auto conn = i == 0 ? seed_ : node(candidates[i - 1].first, candidates[i - 1].second);
-    const std::string host = i == 0 ? url_.host : candidates[i - 1].first;
+    auto conn = i == 0 ? seed_ : node(candidates[i - 1].host, candidates[i - 1].port);
+    const std::string host = i == 0 ? url_.host : candidates[i - 1].host;
     std::vector<std::string> ask = {"CLUSTER", "SLOTS"};
     std::string why;
     try {
@@ -170,7 +160,7 @@ asio::awaitable<void> RedisRouter::refresh() {
     if (failures.size() < 1000)
       failures += fmt::format("{}{}: {}", failures.empty() ? "" : "; ",
                               i == 0 ? std::string("the URL's node")
-                                     : address(candidates[i - 1].first, candidates[i - 1].second),
+                                     : address(candidates[i - 1].host, candidates[i - 1].port),
                               why);
   }
   throw BackendUnavailableError("redis cluster: no node gave the slot map (" + failures + ")");
@@ -282,11 +272,7 @@ std::shared_ptr<RedisConnection> RedisRouter::unchecked_connection() const {
 
 std::shared_ptr<RedisConnection> RedisRouter::unchecked_connection(const std::string& host,
                                                                    int port) const {
-  RedisUrl u = url_;
-  u.host = host;
-  u.port = port;
-  u.unix_path.clear();
-  return std::make_shared<RedisConnection>(ex_, std::move(u), settings_.command_timeout,
+  return std::make_shared<RedisConnection>(ex_, url_for(host, port), settings_.command_timeout,
                                            settings_.connect_timeout, settings_.client_name, false);
 }
 
@@ -310,7 +296,7 @@ std::vector<ClusterNode> RedisRouter::nodes() const {
 void RedisRouter::close() {
   seed_->close();
   std::lock_guard guard(mu_);
-  for (auto& [addr, conn] : nodes_)
+  for (auto& [where, conn] : nodes_)
     if (conn != seed_) conn->close();
 }
 

@@ -19,6 +19,8 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 
+#include <statepact/detail/validate.hpp>
+
 #include "cluster_map.hpp"
 #include "connection.hpp"
 #include "url.hpp"
@@ -68,22 +70,24 @@ class RedisRouter {
   std::shared_ptr<RedisConnection> node(const std::string& host, int port);
   std::shared_ptr<RedisConnection> node_locked(const std::string& host, int port);  // mu_ held
   std::shared_ptr<RedisConnection> master_for(int slot);
+  // The URL with another node's address: same credentials, database and TLS settings.
+  RedisUrl url_for(const std::string& host, int port) const;
   void adopt(ClusterMap map);
   void stale();
   bool is_stale() const;
-  std::string host_of(const std::shared_ptr<RedisConnection>& conn) const;
+  std::string host_of(const std::shared_ptr<RedisConnection>& conn) const;  // mu_ not held
 
   asio::any_io_executor ex_;
   RedisUrl url_;
   ConnectionSettings settings_;
-  std::vector<std::string> seeds_;
+  std::vector<HostPort> seeds_;
   std::shared_ptr<RedisConnection> seed_;
   mutable std::mutex mu_;
   std::atomic<Mode> mode_{Mode::unknown};  // read without the lock on every call
   std::optional<ClusterMap> map_;
   bool stale_ = false;
-  // "host:port" -> its connection; a node that stopped serving slots keeps its idle one.
-  std::map<std::string, std::shared_ptr<RedisConnection>> nodes_;
+  // Each node's connection; a node that stopped serving slots keeps its idle one.
+  std::map<HostPort, std::shared_ptr<RedisConnection>> nodes_;
   // Each slot's master's connection, filled as slots are used; emptied with the map.
   std::vector<std::shared_ptr<RedisConnection>> by_slot_;
 };

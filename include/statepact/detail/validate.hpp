@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -92,7 +93,18 @@ inline void validate_duration(std::string_view what, milliseconds d, millisecond
 }
 
 // A "host:port" address ("[::1]:7001" for IPv6): a host without spaces and a port 1 .. 65535.
-inline void validate_host_port(std::string_view what, std::string_view address) {
+// A node's address, its host without an IPv6 literal's brackets.
+struct HostPort {
+  std::string host;
+  int port = 0;
+  friend bool operator<(const HostPort& a, const HostPort& b) {
+    return a.port != b.port ? a.port < b.port : a.host < b.host;
+  }
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// Checks "host:port" and splits it: the one place that reads such a string.
+inline HostPort parse_host_port(std::string_view what, std::string_view address) {
   const auto colon = address.rfind(':');
   bool ok = colon != std::string_view::npos && colon > 0 && colon + 1 < address.size() &&
             colon + 6 >= address.size();
@@ -103,14 +115,17 @@ inline void validate_host_port(std::string_view what, std::string_view address) 
       port = port * 10 + (c - '0');
     }
   ok = ok && port >= 1 && port <= 65535;
-  const auto host = ok ? address.substr(0, colon) : std::string_view();
+  auto host = ok ? address.substr(0, colon) : std::string_view();
   // An IPv6 host is bracketed, so its own colons are not taken for the port's.
-  if (ok && host.find(':') != std::string_view::npos)
+  if (ok && host.find(':') != std::string_view::npos) {
     ok = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    if (ok) host = host.substr(1, host.size() - 2);
+  }
   for (char c : host) ok = ok && static_cast<unsigned char>(c) > 0x20 && c != '/' && c != '@';
   if (!ok)
     throw InvalidArgumentError(fmt::format(
         "{} must be host:port (e.g. 10.0.0.5:7001 or [::1]:7001), got '{}'", what, address));
+  return HostPort{std::string(host), port};
 }
 
 namespace value_rules {
