@@ -5,7 +5,7 @@
 # before it.
 set(STATEPACT_REDIS_SCRIPTS
   acquire renew release fence register_resource set_policy get_policy read snapshot exists lock
-  wait unlock commit lease_info resource_info revoke)
+  wait unlock commit lease_info resource_info revoke upgrade_layout)
 
 function(statepact_redis_scripts out_dir)
   set(lua_dir ${PROJECT_SOURCE_DIR}/src/redis/lua)

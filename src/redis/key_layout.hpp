@@ -98,11 +98,7 @@ class KeyLayout {
   // plain or grouped ("[{=]" matches both forms); the key prefix's own glob characters are
   // escaped.
   std::string scan_pattern(std::string_view kind, std::string_view name_prefix) const {
-    std::string out;
-    for (char c : prefix_) {
-      if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
-      out.push_back(c);
-    }
+    std::string out = glob_escaped_prefix();
     out.append(":").append(kind).append(":[{=]");
     append_hex(out, name_prefix);
     out.push_back('*');
@@ -126,6 +122,37 @@ class KeyLayout {
     if (expected != key) return std::nullopt;
     return name;
   }
+  // A key earlier versions wrote for a name with a group, "<prefix>:<kind>:{<hex name>}" and
+  // maybe ":<hex suffix>" (they keyed every name as a plain one), and where this version keeps
+  // it. nullopt for any other key, a plain name's included: its key has not moved.
+  struct Regrouped {
+    std::string resource, kind, to;
+  };
+  std::optional<Regrouped> regrouped(std::string_view key) const {
+    if (key.size() <= prefix_.size() + 1 || key.substr(0, prefix_.size()) != prefix_ ||
+        key[prefix_.size()] != ':')
+      return std::nullopt;
+    key.remove_prefix(prefix_.size() + 1);
+    const auto colon = key.find(':');
+    if (colon == std::string_view::npos || colon + 1 >= key.size() || key[colon + 1] != '{')
+      return std::nullopt;
+    const std::string kind(key.substr(0, colon));
+    key.remove_prefix(colon + 2);
+    const auto close = key.find('}');
+    if (close == std::string_view::npos) return std::nullopt;
+    auto name = decode_hex(key.substr(0, close));
+    if (!name || !resource_group(*name)) return std::nullopt;
+    const std::string_view rest = key.substr(close + 1);
+    std::optional<std::string> suffix;
+    if (!rest.empty()) {
+      if (rest.front() != ':' || !(suffix = decode_hex(rest.substr(1)))) return std::nullopt;
+    }
+    std::string to = suffix ? of(kind, *name, *suffix) : of(kind, *name);
+    return Regrouped{std::move(*name), kind, std::move(to)};
+  }
+  // A SCAN MATCH pattern that finds at least every key `regrouped` moves: a hex name holding a
+  // '{' (7b) and, after it, a '}' (7d).
+  std::string regrouped_pattern() const { return glob_escaped_prefix() + ":*:{*7b*7d*}*"; }
   // The hash-tag content every key of `resource` shares (what CLUSTER KEYSLOT hashes).
   static std::string slot_tag(std::string_view resource) {
     std::string out;
@@ -138,6 +165,16 @@ class KeyLayout {
   std::string no_idempotency(const std::string& resource) const { return of("idem", resource); }
 
  private:
+  // The key prefix with its own glob characters escaped, to start a SCAN MATCH pattern.
+  std::string glob_escaped_prefix() const {
+    std::string out;
+    for (char c : prefix_) {
+      if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    return out;
+  }
+
   // Appends the resource's part of its keys: "{<hex name>}" or "=<hex name>{<hex group>}".
   static void append_part(std::string& out, std::string_view name) {
     if (auto group = resource_group(name)) {

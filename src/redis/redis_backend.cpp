@@ -198,6 +198,56 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
   co_return detail::decode_fence(r);
 }
 
+// ---- key layout upgrade ---------------------------------------------------------------------
+
+asio::awaitable<RedisKeyLayoutUpgrade> RedisBackend::upgrade_key_layout() {
+  auto impl = impl_;
+  // resource -> its earlier keys -> where each goes (and its kind); SCAN may return a key twice.
+  std::map<std::string, std::map<std::string, detail::KeyLayout::Regrouped>> found;
+  const auto masters = co_await impl->router().masters();
+  for (const auto& node : masters) {
+    std::string cursor = "0";
+    do {
+      std::vector<std::string> args = {"SCAN",  cursor, "MATCH", impl->keys.regrouped_pattern(),
+                                       "COUNT", "1000"};
+      RedisReply r = co_await node->call(std::move(args), detail::LostReply::read());
+      if (r.is_error()) detail::throw_redis_server_error("SCAN", r.str);
+      cursor = str_at(r, 0, "SCAN");
+      for (const auto& k : at(r, 1, "SCAN").elements)
+        if (auto move = impl->keys.regrouped(k.str)) found[move->resource][k.str] = *move;
+    } while (cursor != "0");
+  }
+  RedisKeyLayoutUpgrade out;
+  out.resources = found.size();
+  if (found.empty()) co_return out;
+  if (co_await impl->router().clustered()) {
+    std::string names;
+    for (const auto& [name, keys] : found)
+      if (names.size() < 200) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
+    throw InvalidArgumentError(fmt::format(
+        "redis: {} resource(s) with a group have keys in the form of versions before Redis "
+        "Cluster support ({}); such keys lie in another slot than the grouped form, so they "
+        "cannot be moved on a cluster. Nothing was changed",
+        found.size(), names));
+  }
+  for (const auto& [name, moves] : found) {
+    std::vector<std::string> keys = {impl->keys.fence(name)};
+    std::vector<std::string> kinds;
+    for (const auto& [from, move] : moves) {
+      keys.push_back(from);
+      keys.push_back(move.to);
+      kinds.push_back(move.kind);
+    }
+    RedisReply r = co_await impl->eval_durable(
+        Script::upgrade_layout, std::move(keys), std::move(kinds), detail::LostReply::write(),
+        "the key-layout upgrade", [](const RedisReply&) { return true; });
+    out.keys_moved += static_cast<std::size_t>(num_at(r, 0, "upgrade_key_layout"));
+    for (std::size_t i = 1; i < r.elements.size(); ++i)
+      out.left.push_back(name + " " + str_at(r, i, "upgrade_key_layout"));
+  }
+  co_return out;
+}
+
 // ---- inspection and revoke --------------------------------------------------------------------
 
 asio::awaitable<std::vector<LeaseInfo>> RedisBackend::list_leases(std::optional<std::string> glob) {

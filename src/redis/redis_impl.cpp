@@ -49,6 +49,8 @@ const char* source_of(Script s) {
       return scripts::resource_info;
     case Script::revoke:
       return scripts::revoke;
+    case Script::upgrade_layout:
+      return scripts::upgrade_layout;
     case Script::count:
       break;
   }
@@ -91,6 +93,8 @@ const char* name_of(Script s) {
       return "the resource-info script";
     case Script::revoke:
       return "the revoke script";
+    case Script::upgrade_layout:
+      return "the key-layout upgrade script";
     case Script::count:
       break;
   }

@@ -42,6 +42,7 @@ enum class Script {
   lease_info,
   resource_info,
   revoke,
+  upgrade_layout,
   count
 };
 

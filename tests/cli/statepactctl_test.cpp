@@ -166,7 +166,9 @@ void check_backend(const std::string& url, bool postgres) {
     CHECK(check.code == 1);
     CHECK(check.out.find("\"fsync\"") != std::string::npos);
   } else {
-    CHECK(migrate.code == 2);
+    // Redis: the key form of grouped names; this server holds none in the earlier form.
+    CHECK(migrate.code == 0);
+    CHECK(json::parse(migrate.out)["keys_moved"].is_number());
   }
 }
 

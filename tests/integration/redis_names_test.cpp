@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <statepact/redis.hpp>
@@ -80,4 +81,104 @@ TEST_CASE("resource and key names never collide, whatever they contain", "[redis
     CHECK(fa == 1);
     CHECK(fab == 1);
   });
+}
+
+namespace {
+
+std::string hex_of(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) out += fmt::format("{:02x}", c);
+  return out;
+}
+
+// Moves every key of `resource` (a name with a group) back to the form versions before Redis
+// Cluster support wrote: "<prefix>:<kind>:{<hex name>}" instead of "=<hex name>{<hex group>}".
+// Returns how many keys it moved.
+int write_in_earlier_form(sp::test::RedisAdmin& admin, const std::string& prefix,
+                          const std::string& resource, const std::string& group) {
+  const std::string grouped = "=" + hex_of(resource) + "{" + hex_of(group) + "}";
+  const std::string earlier = "{" + hex_of(resource) + "}";
+  int moved = 0;
+  for (const auto& key : admin.keys_matching(prefix + ":*")) {
+    const auto at = key.find(grouped);
+    if (at == std::string::npos) continue;
+    std::string old = key;
+    old.replace(at, grouped.size(), earlier);
+    REQUIRE(admin.command({"RENAME", key, old}) == "OK");
+    ++moved;
+  }
+  return moved;
+}
+
+}  // namespace
+
+TEST_CASE("keys an earlier version wrote for names with a group are moved, fences never lowered",
+          "[redis][integration]") {
+  using namespace std::chrono_literals;
+  sp::test::RedisAdmin admin;
+  const std::string prefix = "upgrade-" + sp::test::random_hex();
+  const std::string items = "{order-17}/items", payment = "{order-17}/payment", plain = "plain";
+  sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sp::RedisBackend b(ex, sp::test::redis_test_url(), sp::RedisOptions().key_prefix(prefix));
+    sp::Manager<sp::RedisBackend> m(b);
+    // `items`: registered, leased twice, written under its fence, then left as an earlier
+    // version would have stored it.
+    sp::Value stock = sp::Value::object();
+    stock["stock"] = 5;
+    co_await m.register_resource(items, stock);
+    auto first = co_await b.acquire_lease(items, "worker-a", 30s);
+    co_await b.release_lease(first);
+    auto held = co_await b.acquire_lease(items, "worker-b", 30s);
+    {
+      auto s = co_await m.session(sp::SessionOptions("worker-b").resource(items).fence(held.token));
+      co_await s.write("stock", sp::Value(4));
+      co_await s.commit();
+    }
+    co_await m.register_resource(plain, sp::Value::object());
+    // `payment`: its fence reached 3 under the earlier form; then this version, not seeing it,
+    // leased it again from token 1 before the upgrade ran.
+    for (int i = 0; i < 3; ++i) {
+      auto l = co_await b.acquire_lease(payment, "worker-a", 30s);
+      co_await b.release_lease(l);
+    }
+    const int items_keys = write_in_earlier_form(admin, prefix, items, "order-17");
+    const int payment_keys = write_in_earlier_form(admin, prefix, payment, "order-17");
+    CHECK(items_keys >= 5);    // lease, fence, version, state, policy
+    CHECK(payment_keys == 2);  // lease, fence
+    const auto hidden = co_await b.current_fence(items);
+    CHECK(hidden == 0);  // what the hazard looks like
+    auto early = co_await b.acquire_lease(payment, "worker-n", 30s);
+    CHECK(early.token == 1);
+    co_await b.release_lease(early);
+
+    const auto up = co_await b.upgrade_key_layout();
+    CHECK(up.resources == 2);
+    CHECK(up.keys_moved == static_cast<std::size_t>(items_keys + 1));  // payment's fence merged
+    CHECK(up.left == std::vector<std::string>{payment + " lease"});
+    // Everything of `items` is back: its lease, fence, state and policy.
+    auto holder = co_await b.lease_holder(items);
+    REQUIRE(holder);
+    CHECK(holder->owner == "worker-b");
+    CHECK(holder->token == held.token);
+    const auto items_fence = co_await b.current_fence(items);
+    CHECK(items_fence == held.token);
+    const auto entry = co_await b.read(items, "stock");
+    CHECK(entry.value == sp::Value(4));
+    const bool released = co_await b.release_lease(held);
+    CHECK(released);
+    auto next = co_await b.acquire_lease(items, "worker-c", 30s);
+    CHECK(next.token == held.token + 1);
+    // `payment`'s fence is the larger mark of the two forms: no token is issued twice.
+    const auto payment_fence = co_await b.current_fence(payment);
+    CHECK(payment_fence == 3);
+    auto after = co_await b.acquire_lease(payment, "worker-z", 30s);
+    CHECK(after.token == 4);
+    // A plain name's keys never moved; a second run moves nothing and reports the same lease.
+    const auto plain_found = co_await b.list_resources(std::string("plain"));
+    CHECK(plain_found.size() == 1);
+    const auto again = co_await b.upgrade_key_layout();
+    CHECK(again.keys_moved == 0);
+    CHECK(again.left == up.left);
+  });
+  for (const auto& key : admin.keys_matching(prefix + ":*")) admin.command({"DEL", key});
 }

@@ -239,6 +239,43 @@ TEST_CASE("a name's group puts its keys in the group's slot, collision-free", "[
   CHECK(sp::detail::glob_accepts(keys.scan_pattern("version", "{a"), keys.version("{a}b")));
 }
 
+TEST_CASE("keys earlier versions wrote for grouped names map to the grouped form",
+          "[unit][cluster]") {
+  const sp::detail::KeyLayout keys("P*");
+  // Earlier versions keyed every name like a plain one: "{<hex name>}".
+  const std::string items = "{order-17}/items";
+  const std::string hex = "7b6f726465722d31377d2f6974656d73";
+  for (const char* kind : {"lease", "fence", "version", "state", "policy"}) {
+    INFO(kind);
+    const std::string old = std::string("P*:") + kind + ":{" + hex + "}";
+    const auto move = keys.regrouped(old);
+    REQUIRE(move);
+    CHECK(move->resource == items);
+    CHECK(move->kind == kind);
+    CHECK(move->to == std::string("P*:") + kind + ":=" + hex + "{6f726465722d3137}");
+    CHECK(sp::detail::glob_accepts(keys.regrouped_pattern(), old));
+  }
+  // Keys with a suffix (locks, idempotency records) keep it.
+  const auto lock = keys.regrouped("P*:lock:{" + hex + "}:6b");
+  REQUIRE(lock);
+  CHECK(lock->to == keys.lock(items, "k"));
+  const auto idem = keys.regrouped("P*:idem:{" + hex + "}:6b6579");
+  REQUIRE(idem);
+  CHECK(idem->to == keys.idempotency(items, "key"));
+  // Not moved: plain names, keys already grouped, other prefixes, malformed keys.
+  CHECK_FALSE(keys.regrouped(keys.lease("plain")));
+  CHECK_FALSE(keys.regrouped(keys.lease("{}/x")));  // an empty tag is no group
+  CHECK_FALSE(keys.regrouped(keys.lease(items)));
+  CHECK_FALSE(keys.regrouped("Q:lease:{" + hex + "}"));
+  CHECK_FALSE(keys.regrouped("P*:lease:{" + hex));
+  CHECK_FALSE(keys.regrouped("P*:lease:{7b6}"));
+  CHECK_FALSE(keys.regrouped("P*:lock:{" + hex + "}:zz"));
+  CHECK_FALSE(keys.regrouped("P*:lock:{" + hex + "}x"));
+  CHECK_FALSE(keys.regrouped("P*:waits"));
+  // The pattern escapes the prefix's glob characters.
+  CHECK_FALSE(sp::detail::glob_accepts(keys.regrouped_pattern(), "Px:lease:{" + hex + "}"));
+}
+
 TEST_CASE("a request over resources of two slots is refused before anything is sent",
           "[unit][cluster]") {
   using sp::detail::require_one_slot;
@@ -270,6 +307,12 @@ TEST_CASE("cluster seeds are host:port", "[unit][cluster]") {
     CHECK_THROWS_AS(o.cluster_seeds({"10.0.0.5:7001", bad}), sp::InvalidArgumentError);
     CHECK(o.cluster_seeds().size() == 3);  // unchanged
   }
+  // The router reads the seeds with the same function: host without brackets, port as a number.
+  using sp::detail::HostPort;
+  CHECK(sp::detail::parse_host_port("seed", "10.0.0.5:7001") == HostPort{"10.0.0.5", 7001});
+  CHECK(sp::detail::parse_host_port("seed", "[::1]:7002") == HostPort{"::1", 7002});
+  CHECK(sp::detail::parse_host_port("seed", "redis-2.internal:6379") ==
+        HostPort{"redis-2.internal", 6379});
   CHECK_THROWS_AS(o.replicas_to_ack(-1), sp::InvalidArgumentError);
   CHECK_THROWS_AS(o.replicas_to_ack(17), sp::InvalidArgumentError);
   CHECK(o.replicas_to_ack(1).replicas_to_ack() == 1);

@@ -224,8 +224,18 @@ asio::awaitable<int> run_redis(asio::any_io_executor ex, const Args& a) {
     co_return print_check(a, check);
   }
   if (a.command == "migrate") {
-    fmt::print(stderr, "statepactctl: migrate applies to PostgreSQL; Redis has no schema\n");
-    co_return Exit::usage;
+    // Redis has no schema; what moved between versions is the key form of grouped names.
+    const auto up = co_await b.upgrade_key_layout();
+    if (a.as_json) {
+      print_json(
+          json{{"resources", up.resources}, {"keys_moved", up.keys_moved}, {"left", up.left}});
+    } else {
+      fmt::print("{} resource(s) with a group in the earlier key form, {} key(s) moved\n",
+                 up.resources, up.keys_moved);
+      for (const auto& l : up.left)
+        fmt::print("left in the earlier form (the grouped form was in use; fence kept): {}\n", l);
+    }
+    co_return Exit::ok;
   }
   co_return co_await run_common(b, a);
 }
@@ -342,7 +352,9 @@ int main(int argc, char** argv) {
   auto* revoke =
       app.add_subcommand("revoke", "end a lease against its owner's will and fence it off");
   revoke->add_option("resource", a.resource, "resource name")->required();
-  app.add_subcommand("migrate", "migrate the PostgreSQL schema to this tool's newest version");
+  app.add_subcommand("migrate",
+                     "bring stored data to this tool's version: the PostgreSQL schema, "
+                     "or the Redis keys of names with a group");
   app.add_subcommand("check", "report the server settings safety depends on");
 
   try {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,7 +118,7 @@ class RedisOptions {
   /// More nodes of the same Redis Cluster, as "host:port" ("[::1]:7001" for IPv6), asked for the
   /// slot map when the URL's node is down. Ignored on a single server.
   RedisOptions& cluster_seeds(std::vector<std::string> seeds) {
-    for (const auto& s : seeds) detail::validate_host_port("redis cluster seed", s);
+    for (const auto& s : seeds) detail::parse_host_port("redis cluster seed", s);
     seeds_ = std::move(seeds);
     return *this;
   }
@@ -180,6 +181,18 @@ struct RedisServerCheck {
   }
 };
 
+/// What RedisBackend::upgrade_key_layout() did.
+struct RedisKeyLayoutUpgrade {
+  /// Names with a group whose keys were found in the earlier form.
+  std::size_t resources = 0;
+  /// Keys moved to the grouped form.
+  std::size_t keys_moved = 0;
+  /// Names used under the grouped form before the upgrade ran: the fence of the grouped form now
+  /// holds the larger high-water mark of the two, and the earlier keys that would have
+  /// overwritten a grouped one stay where they were (each named "<resource> <kind>").
+  std::vector<std::string> left;
+};
+
 namespace detail {
 class RedisImpl;
 }
@@ -224,6 +237,18 @@ class RedisBackend {
   /// setting named "<host:port> <setting>"; a master's replication counts as safe when
   /// replicas_to_ack covers all its replicas. Throws only when a server cannot be reached.
   asio::awaitable<RedisServerCheck> check_server();
+
+  /// Moves the keys that versions before Redis Cluster support wrote for names with a group (a
+  /// `{...}` with something inside: "{order-17}/items") to the grouped form this version reads
+  /// (docs/backends/redis.md, "Upgrading from an earlier version"). Until then such a resource
+  /// looks unregistered and unleased, and its fence would start again. Run it once, with no client
+  /// of the earlier version left running: one script per resource, each atomic; running it again
+  /// finds nothing. Names without a group never moved. With replicas_to_ack, each script waits for
+  /// the replicas.
+  /// @throws InvalidArgumentError on a Redis Cluster when such keys are found there (earlier
+  /// versions ran on one server only; keys of two slots cannot be moved in one script), having
+  /// changed nothing.
+  asio::awaitable<RedisKeyLayoutUpgrade> upgrade_key_layout();
 
   // ---- leases and fencing -------------------------------------------------------------------
   /// Acquires (or, for the same owner, extends) the lease on `resource` for `ttl` (1 ms to 7
