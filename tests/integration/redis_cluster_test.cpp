@@ -451,3 +451,26 @@ TEST_CASE("check_server on a cluster reads every node", "[redis][cluster]") {
     CHECK(unsafe == 3);
   });
 }
+
+TEST_CASE("on a cluster the key layout upgrade refuses earlier keys and changes nothing",
+          "[redis][cluster]") {
+  // Earlier versions keyed "{order-1}/x" as "<prefix>:fence:{<hex name>}": another slot than its
+  // grouped form's, so no one script can move it here.
+  const std::string prefix = "cupgrade-" + sp::test::random_hex();
+  const std::string old_key = prefix + ":fence:{7b6f726465722d317d2f78}";  // "{order-1}/x"
+  const int port = ClusterAdmin::master_of(sp::detail::key_slot(old_key)).port;
+  sp::test::RedisAdmin node(port);
+  REQUIRE(node.command({"SET", old_key, "7"}) == "OK");
+  sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sp::RedisBackend b(ex, cluster_url(), sp::RedisOptions().key_prefix(prefix));
+    bool refused = false;
+    try {
+      co_await b.upgrade_key_layout();
+    } catch (const sp::InvalidArgumentError& e) {
+      refused = std::string(e.what()).find("'{order-1}/x'") != std::string::npos;
+    }
+    CHECK(refused);
+  });
+  CHECK(node.command({"GET", old_key}) == "7");
+  node.command({"DEL", old_key});
+}
