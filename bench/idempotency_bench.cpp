@@ -10,8 +10,9 @@
 //   afterwards), then their expiry is moved into the past; every idempotent commit deletes a
 //   bounded batch of expired ones.
 // - Redis: the records are committed through the API (each key carries its expiry), then their
-//   expiry is moved to a few seconds ahead; Redis's own expiry cycle deletes them while the
-//   commits run.
+//   expiries are moved to a few seconds ahead; Redis's own expiry cycle deletes them while the
+//   commits run. Twice: spread over as long as writing them took (records expire as fast as they
+//   were written, as in use), and all in the same millisecond (the worst case).
 //
 // Usage: statepact_bench_idempotency [memory|postgres|redis|all] [records, default 1000000]
 //        [seconds per measurement, default 3]
@@ -236,6 +237,36 @@ int main(int argc, char** argv) {
       return at == std::string::npos ? 0L : std::atol(out.c_str() + at + 13);
     };
     const std::string idem_keys = shell_quoted(key_prefix + ":idem:*");
+    // A million new keys start an AOF rewrite (a forked child copying the data set); a row
+    // measured meanwhile pays for it, so each row waits until none runs.
+    auto wait_for_rewrite = [&] {
+      std::this_thread::sleep_for(500ms);  // the server starts one from its timer (10 per second)
+      for (int i = 0; i < 600; ++i) {
+        const std::string out = shell(cli + " INFO persistence");
+        if (out.find("aof_rewrite_in_progress:0") != std::string::npos &&
+            out.find("aof_rewrite_scheduled:0") != std::string::npos)
+          return;
+        std::this_thread::sleep_for(1s);
+      }
+    };
+    // Gives every record an expiry, from far enough ahead for one pipe of PEXPIREATs (RESP built
+    // by awk) to set them all (a time already past would delete a key instead of expiring it),
+    // spread evenly over `spread` in the order SCAN finds them. Returns the first expiry.
+    auto expire_records = [&](std::chrono::milliseconds spread) {
+      const auto margin = std::chrono::seconds(10 + records / 20000);
+      const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch() + margin)
+                             .count();
+      shell(fmt::format(
+          "{0} --scan --pattern {1} | awk -v t={2} -v n={3} -v s={4} '{{ e = sprintf(\"%.0f\", t + "
+          "int(((NR - 1) % n) * s / n)); printf \"*3\\r\\n$9\\r\\nPEXPIREAT\\r\\n$%d\\r\\n%s\\r\\n$%d\\r\\n%s\\r\\n\", "
+          "length($0), $0, length(e), e }}' | {0} --pipe >/dev/null",
+          cli, idem_keys, at_ms, records, spread.count()));
+      const auto first = std::chrono::system_clock::time_point(std::chrono::milliseconds(at_ms));
+      if (std::chrono::system_clock::now() >= first)
+        throw std::runtime_error("setting the expiries took longer than their margin");
+      return first;
+    };
     asio::io_context io(1);
     sp::RedisBackend b(io.get_executor(), redis_url, sp::RedisOptions().key_prefix(key_prefix));
     sp::Manager<sp::RedisBackend> m(b);
@@ -243,36 +274,40 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     rows.push_back(measure(io, m, prefix, "none", 8, length));
     rows.back().records = "none";
-    const auto f0 = Steady::now();
+    auto f0 = Steady::now();
     fill_through_api(io, m, prefix, records, 64, 8);
+    const auto fill_time = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - f0);
     std::fprintf(stderr, "redis: %ld records in %.0f s\n", records, seconds_since(f0));
+    wait_for_rewrite();
     rows.push_back(measure(io, m, prefix, "live", 8, length));
     rows.back().records = many;
-    // Every record so far gets one expiry, far enough ahead for one pipe of PEXPIREATs (RESP built
-    // by awk) to set them all: a time already past would delete a key instead of expiring it.
-    const auto margin = std::chrono::seconds(10 + records / 20000);
-    const auto at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch() + margin)
-                           .count();
-    shell(fmt::format(
-        "{0} --scan --pattern {1} | awk -v t={2} '{{ printf "
-        "\"*3\\r\\n$9\\r\\nPEXPIREAT\\r\\n$%d\\r\\n%s\\r\\n$%d\\r\\n%s\\r\\n\", length($0), $0, "
-        "length(t), t }}' | {0} --pipe >/dev/null",
-        cli, idem_keys, at_ms));
-    const long expired_before = expired_keys();
-    if (std::chrono::system_clock::now() >=
-        std::chrono::system_clock::time_point(std::chrono::milliseconds(at_ms)))
-      throw std::runtime_error("setting the expiries took longer than their margin");
-    std::this_thread::sleep_until(
-        std::chrono::system_clock::time_point(std::chrono::milliseconds(at_ms)));
+    // As in use: records written over the fill's time expire over the same time, so the server
+    // deletes them as fast as they were written. Measured from half way, when the server's expiry
+    // cycle has a backlog to work on (it samples keys and keeps going while many have expired).
+    auto first = expire_records(fill_time);
+    wait_for_rewrite();
+    std::this_thread::sleep_until(first + fill_time / 2);
+    long expired_before = expired_keys();
     rows.push_back(measure(io, m, prefix, "purge", 8, length));
-    rows.back().records = expired;
+    rows.back().records = fmt::format("{} expiring as fast as they were written", records);
+    const long purged_spread = expired_keys() - expired_before;
+    std::this_thread::sleep_until(first + fill_time + 1s);
+    // The worst case: a million records expire in the same millisecond.
+    f0 = Steady::now();
+    fill_through_api(io, m, prefix, records, 64, 8);
+    std::fprintf(stderr, "redis: %ld records again in %.0f s\n", records, seconds_since(f0));
+    first = expire_records(0ms);
+    wait_for_rewrite();
+    expired_before = expired_keys();
+    std::this_thread::sleep_until(first);
+    rows.push_back(measure(io, m, prefix, "purge", 8, length));
+    rows.back().records = fmt::format("{} expiring in the same millisecond", records);
     const long purged = expired_keys() - expired_before;
     const std::string left = shell(fmt::format("{} --scan --pattern {} | wc -l", cli, idem_keys));
     print("Redis", 8, rows,
-          fmt::format("({} keys expired by the server during the run; {} records left after it, "
-                      "the run's own included)",
-                      purged, left.substr(0, left.find_last_not_of("\n") + 1)));
+          fmt::format("(keys the server expired during the purge rows: {} and {}; {} records left "
+                      "after the last, the run's own included)",
+                      purged_spread, purged, left.substr(0, left.find_last_not_of("\n") + 1)));
     shell(fmt::format("{0} --scan --pattern {1} | xargs -r -n 1000 {0} DEL >/dev/null", cli,
                       shell_quoted(key_prefix + ":*")));
   }
