@@ -38,6 +38,7 @@
 #include <statepact/statepact.hpp>
 #include <statepact/testing/manual_clock.hpp>
 
+#include "aof_rewrite.hpp"
 #include "redis_address.hpp"
 #include "shell.hpp"
 #include "workers.hpp"
@@ -237,18 +238,6 @@ int main(int argc, char** argv) {
       return at == std::string::npos ? 0L : std::atol(out.c_str() + at + 13);
     };
     const std::string idem_keys = shell_quoted(key_prefix + ":idem:*");
-    // A million new keys start an AOF rewrite (a forked child copying the data set); a row
-    // measured meanwhile pays for it, so each row waits until none runs.
-    auto wait_for_rewrite = [&] {
-      std::this_thread::sleep_for(500ms);  // the server starts one from its timer (10 per second)
-      for (int i = 0; i < 600; ++i) {
-        const std::string out = shell(cli + " INFO persistence");
-        if (out.find("aof_rewrite_in_progress:0") != std::string::npos &&
-            out.find("aof_rewrite_scheduled:0") != std::string::npos)
-          return;
-        std::this_thread::sleep_for(1s);
-      }
-    };
     // Gives every record an expiry, from far enough ahead for one pipe of PEXPIREATs (RESP built
     // by awk) to set them all (a time already past would delete a key instead of expiring it),
     // spread evenly over `spread` in the order SCAN finds them. Returns the first expiry.
@@ -259,7 +248,8 @@ int main(int argc, char** argv) {
                              .count();
       shell(fmt::format(
           "{0} --scan --pattern {1} | awk -v t={2} -v n={3} -v s={4} '{{ e = sprintf(\"%.0f\", t + "
-          "int(((NR - 1) % n) * s / n)); printf \"*3\\r\\n$9\\r\\nPEXPIREAT\\r\\n$%d\\r\\n%s\\r\\n$%d\\r\\n%s\\r\\n\", "
+          "int(((NR - 1) % n) * s / n)); printf "
+          "\"*3\\r\\n$9\\r\\nPEXPIREAT\\r\\n$%d\\r\\n%s\\r\\n$%d\\r\\n%s\\r\\n\", "
           "length($0), $0, length(e), e }}' | {0} --pipe >/dev/null",
           cli, idem_keys, at_ms, records, spread.count()));
       const auto first = std::chrono::system_clock::time_point(std::chrono::milliseconds(at_ms));
@@ -276,16 +266,17 @@ int main(int argc, char** argv) {
     rows.back().records = "none";
     auto f0 = Steady::now();
     fill_through_api(io, m, prefix, records, 64, 8);
-    const auto fill_time = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - f0);
+    const auto fill_time =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - f0);
     std::fprintf(stderr, "redis: %ld records in %.0f s\n", records, seconds_since(f0));
-    wait_for_rewrite();
+    sp::bench::wait_for_aof_rewrite(srv);
     rows.push_back(measure(io, m, prefix, "live", 8, length));
     rows.back().records = many;
     // As in use: records written over the fill's time expire over the same time, so the server
     // deletes them as fast as they were written. Measured from half way, when the server's expiry
     // cycle has a backlog to work on (it samples keys and keeps going while many have expired).
     auto first = expire_records(fill_time);
-    wait_for_rewrite();
+    sp::bench::wait_for_aof_rewrite(srv);
     std::this_thread::sleep_until(first + fill_time / 2);
     long expired_before = expired_keys();
     rows.push_back(measure(io, m, prefix, "purge", 8, length));
@@ -297,7 +288,7 @@ int main(int argc, char** argv) {
     fill_through_api(io, m, prefix, records, 64, 8);
     std::fprintf(stderr, "redis: %ld records again in %.0f s\n", records, seconds_since(f0));
     first = expire_records(0ms);
-    wait_for_rewrite();
+    sp::bench::wait_for_aof_rewrite(srv);
     expired_before = expired_keys();
     std::this_thread::sleep_until(first);
     rows.push_back(measure(io, m, prefix, "purge", 8, length));

@@ -39,6 +39,7 @@
 #include <statepact/redis.hpp>
 #include <statepact/statepact.hpp>
 
+#include "aof_rewrite.hpp"
 #include "redis_address.hpp"
 #include "shell.hpp"
 #include "workers.hpp"
@@ -307,7 +308,11 @@ int main(int argc, char** argv) {
     };
     auto rows = scale<sp::RedisBackend>(
         "redis", io, b, sizes, 8, length, prefix,
-        [&](long from, long to) { fill_through_api(io, b, prefix, from, to, 64); }, used);
+        [&](long from, long to) {
+          fill_through_api(io, b, prefix, from, to, 64);
+          sp::bench::wait_for_aof_rewrite(srv);
+        },
+        used);
     print("Redis", 8, "bytes of used_memory", rows);
     // Only this run's keys go: they all start with its prefix.
     shell(
