@@ -161,7 +161,9 @@ class ClusterAdmin {
       throw std::runtime_error(fmt::format("cannot restart the node on port {}", port));
   }
 
-  // Until every node is up, sees 3 masters that serve every slot and 3 replicas linked to them.
+  // Until every node is up, sees 3 masters that serve every slot and 3 replicas linked to them,
+  // and no node still flags another as failed (a node brought back is linked to its master before
+  // the others clear its flag; until then their CLUSTER SLOTS leave it out).
   static void wait_whole(std::chrono::seconds limit = std::chrono::seconds(30)) {
     const auto until = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < until) {
@@ -179,6 +181,19 @@ class ClusterAdmin {
         RedisAdmin a(port);
         if (a.command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos)
           return false;
+        std::istringstream lines(a.command({"CLUSTER", "NODES"}));
+        int known = 0;
+        for (std::string line; std::getline(lines, line);) {
+          if (line.empty()) continue;
+          ++known;
+          std::istringstream fields(line);
+          std::string id, address, flags;
+          fields >> id >> address >> flags;
+          if (flags.find("fail") != std::string::npos ||
+              flags.find("handshake") != std::string::npos)
+            return false;
+        }
+        if (known != static_cast<int>(ports().size())) return false;
         const auto repl = a.command({"INFO", "replication"});
         if (repl.find("role:master") != std::string::npos) ++masters;
         if (repl.find("master_link_status:up") != std::string::npos) ++linked;
