@@ -35,13 +35,11 @@ using detail::RedisReply;
 using detail::Script;
 using namespace detail::reply_reader;
 
-// Every key of a kind whose resource matches the glob, with its resource name, sorted by name. On
-// a cluster, every master's keys.
-asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
-    detail::RedisImpl& impl, const char* kind, const std::optional<std::string>& glob) {
-  const std::string pattern =
-      impl.keys.scan_pattern(kind, glob ? detail::glob_literal_prefix(*glob) : std::string());
-  std::map<std::string, std::string> found;  // name -> key; SCAN may return a key twice
+// Every key matching a SCAN pattern, on every master (the one server when not a cluster); SCAN
+// may return a key twice.
+asio::awaitable<std::vector<std::string>> scan_keys(detail::RedisImpl& impl,
+                                                    const std::string& pattern) {
+  std::vector<std::string> out;
   const auto masters = co_await impl.router().masters();
   for (const auto& node : masters) {
     std::string cursor = "0";
@@ -50,12 +48,22 @@ asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
       RedisReply r = co_await node->call(std::move(args), detail::LostReply::read());
       if (r.is_error()) detail::throw_redis_server_error("SCAN", r.str);
       cursor = str_at(r, 0, "SCAN");
-      const auto& keys = at(r, 1, "SCAN");
-      for (const auto& k : keys.elements) {
-        auto name = impl.keys.resource_of(kind, k.str);
-        if (name && detail::glob_accepts(glob, *name)) found.emplace(std::move(*name), k.str);
-      }
+      for (const auto& k : at(r, 1, "SCAN").elements) out.push_back(k.str);
     } while (cursor != "0");
+  }
+  co_return out;
+}
+
+// Every key of a kind whose resource matches the glob, with its resource name, sorted by name. On
+// a cluster, every master's keys.
+asio::awaitable<std::vector<std::pair<std::string, std::string>>> scan_kind(
+    detail::RedisImpl& impl, const char* kind, const std::optional<std::string>& glob) {
+  const std::string pattern =
+      impl.keys.scan_pattern(kind, glob ? detail::glob_literal_prefix(*glob) : std::string());
+  std::map<std::string, std::string> found;  // name -> key
+  for (auto& key : co_await scan_keys(impl, pattern)) {
+    auto name = impl.keys.resource_of(kind, key);
+    if (name && detail::glob_accepts(glob, *name)) found.emplace(std::move(*name), std::move(key));
   }
   co_return std::vector<std::pair<std::string, std::string>>(found.begin(), found.end());
 }
@@ -202,21 +210,10 @@ asio::awaitable<Token> RedisBackend::current_fence(std::string resource) {
 
 asio::awaitable<RedisKeyLayoutUpgrade> RedisBackend::upgrade_key_layout() {
   auto impl = impl_;
-  // resource -> its earlier keys -> where each goes (and its kind); SCAN may return a key twice.
+  // resource -> its earlier keys -> where each goes (and its kind)
   std::map<std::string, std::map<std::string, detail::KeyLayout::Regrouped>> found;
-  const auto masters = co_await impl->router().masters();
-  for (const auto& node : masters) {
-    std::string cursor = "0";
-    do {
-      std::vector<std::string> args = {"SCAN",  cursor, "MATCH", impl->keys.regrouped_pattern(),
-                                       "COUNT", "1000"};
-      RedisReply r = co_await node->call(std::move(args), detail::LostReply::read());
-      if (r.is_error()) detail::throw_redis_server_error("SCAN", r.str);
-      cursor = str_at(r, 0, "SCAN");
-      for (const auto& k : at(r, 1, "SCAN").elements)
-        if (auto move = impl->keys.regrouped(k.str)) found[move->resource][k.str] = *move;
-    } while (cursor != "0");
-  }
+  for (const auto& key : co_await scan_keys(*impl, impl->keys.regrouped_pattern()))
+    if (auto move = impl->keys.regrouped(key)) found[move->resource][key] = *move;
   RedisKeyLayoutUpgrade out;
   out.resources = found.size();
   if (found.empty()) co_return out;
