@@ -1,10 +1,12 @@
 // PostgreSQL backend throughput and latency against pgbench running the same server-side calls
 // with the same number of clients, in the same run. Prints a table; never used as a timed test.
 //
-// - acquire: statepact_acquire by the lease's owner (the extend path), one lease per worker;
-// - renew: statepact_renew of the worker's live lease;
-// - acquire+release: statepact_acquire then statepact_release (release needs a live lease);
-// - commit: statepact_commit_one writing one key of the worker's own resource.
+// - acquire: by the lease's owner (the extend path), one lease per worker;
+// - renew: of the worker's live lease;
+// - acquire+release: an acquire then its release (release needs a live lease);
+// - commit: writing one key of the worker's own resource, without a fence.
+// pgbench runs the statements the backend prepares (src/postgres/statements.hpp), with the
+// parameters written in, so both sides send the same SQL.
 //
 // Usage: statepact_bench_postgres [seconds per run, default 2] [rounds, default 5]. The server
 // comes from STATEPACT_BENCH_POSTGRES_URL or STATEPACT_TEST_POSTGRES_URL; pgbench from
@@ -30,6 +32,7 @@
 #include <statepact/postgres.hpp>
 
 #include "median.hpp"
+#include "statements.hpp"
 
 namespace sp = statepact;
 using namespace std::chrono_literals;
@@ -164,28 +167,36 @@ Result ours(const std::string& url, const std::string& prefix, Op op, int worker
   return r;
 }
 
+// A prepared statement's SQL with its parameters $1, $2, ... written in, for pgbench.
+std::string with_params(const char* sql, const std::vector<std::string>& params) {
+  std::string out = sql;
+  // From the last, so that $1 never matches the start of $10.
+  for (std::size_t i = params.size(); i > 0; --i) {
+    const std::string name = fmt::format("${}", i);
+    for (auto at = out.find(name); at != std::string::npos; at = out.find(name, at))
+      out.replace(at, name.size(), params[i - 1]);
+  }
+  return out + ";\n";
+}
+
 // The same calls as ours(), as a pgbench script; :client_id picks the client's own resource.
 std::string pgbench_script(const std::string& prefix, Op op) {
-  const std::string res = fmt::format("'{}-{}-' || (:client_id + 1)", prefix, static_cast<int>(op));
+  namespace stmt = sp::detail::pg::stmt;
+  const std::string res =
+      fmt::format("('{}-{}-' || (:client_id + 1))", prefix, static_cast<int>(op));
+  const std::string token =
+      fmt::format("(SELECT token FROM statepact_leases WHERE resource = {})", res);
+  const std::string acquire = with_params(stmt::acquire_taken.sql, {res, "'bench'", "30000"});
   switch (op) {
     case Op::acquire:
-      return fmt::format("SELECT * FROM statepact_acquire({}, 'bench', 30000);\n", res);
+      return acquire;
     case Op::renew:
-      return fmt::format(
-          "SELECT * FROM statepact_renew({0}, 'bench', (SELECT token FROM statepact_leases "
-          "WHERE resource = {0}), 30000);\n",
-          res);
+      return with_params(stmt::renew_renewed.sql, {res, "'bench'", token, "30000"});
     case Op::acquire_release:
-      return fmt::format(
-          "SELECT * FROM statepact_acquire({0}, 'bench', 30000);\n"
-          "SELECT statepact_release({0}, 'bench', (SELECT token FROM statepact_leases WHERE "
-          "resource = {0}));\n",
-          res);
+      return acquire + with_params(stmt::release.sql, {res, "'bench'", token});
     case Op::commit:
-      // The call the backend makes for this request: one resource, no idempotency key, so the
-      // fast path of schema version 6.
-      return fmt::format(
-          "SELECT statepact_commit_one({0}, 0, '[]'::jsonb, '[[\"k\", 1]]'::jsonb);\n", res);
+      // The call the backend makes for this request: one write, no check, no fence.
+      return with_params(stmt::commit_write.sql, {res, "0", "'k'", "'1'"});
   }
   return "";
 }

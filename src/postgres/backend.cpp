@@ -190,6 +190,21 @@ class PostgresBackend::Impl {
     co_return co_await pg::call<pg::Rows>(*pool_queue, deadline(lost), std::move(job));
   }
 
+  // A statement that answers only when the call succeeds and, when it has no row, the function
+  // that says why (which may succeed itself by then): one statement in the common case, both on
+  // the same connection in one job.
+  template <class... Args>
+  asio::awaitable<pg::Rows> query_or_explain(LostReply lost, const char* statement,
+                                             const char* explain, Args... args) {
+    auto job = [lost, statement, explain, args...](pg::Link& link) {
+      return rows_of(pg::autocommit(link, lost, [&](pqxx::nontransaction& n) {
+        pqxx::result r = n.exec_prepared(statement, args...);
+        return r.empty() ? n.exec_prepared(explain, args...) : r;
+      }));
+    };
+    co_return co_await pg::call<pg::Rows>(*pool_queue, deadline(lost), std::move(job));
+  }
+
   std::shared_ptr<SessionConn> find_open(SessionId id) {
     std::lock_guard guard(mu);
     auto it = open.find(id);
@@ -246,8 +261,9 @@ asio::awaitable<Lease> PostgresBackend::acquire_lease(std::string resource, std:
   detail::validate_name("resource name", resource);
   detail::validate_name("owner", owner);
   detail::validate_ttl(ttl);
-  const auto rows = co_await impl->query(LostReply::write(), pg::stmt::acquire.name, resource,
-                                         owner, static_cast<long long>(ttl.count()));
+  const auto rows = co_await impl->query_or_explain(
+      LostReply::write(), pg::stmt::acquire_taken.name, pg::stmt::acquire.name, resource, owner,
+      static_cast<long long>(ttl.count()));
   co_return detail::lease_or_raise(pg::decode_acquire(rows, resource), owner);
 }
 
@@ -256,9 +272,9 @@ asio::awaitable<Lease> PostgresBackend::renew_lease(Lease lease, std::optional<m
   detail::validate_lease(lease);
   const milliseconds t = ttl.value_or(lease.ttl);
   detail::validate_ttl(t);
-  const auto rows =
-      co_await impl->query(LostReply::write(), pg::stmt::renew.name, lease.resource, lease.owner,
-                           static_cast<long long>(lease.token), static_cast<long long>(t.count()));
+  const auto rows = co_await impl->query_or_explain(
+      LostReply::write(), pg::stmt::renew_renewed.name, pg::stmt::renew.name, lease.resource,
+      lease.owner, static_cast<long long>(lease.token), static_cast<long long>(t.count()));
   co_return detail::renewed_or_raise(pg::decode_renew(rows, lease), lease);
 }
 
@@ -532,7 +548,8 @@ void PostgresBackend::end_session(SessionId session) noexcept {
 
 namespace {
 
-// A commit's call: the one-resource fast path when the request allows it, else the general one.
+// A commit's call: the one-resource fast path when the request allows it (a single write tries
+// its one statement first), else the general one.
 struct CommitCall {
   std::optional<pg::CommitOneCall> one;
   std::string body;
@@ -542,10 +559,15 @@ struct CommitCall {
   }
 
   pqxx::result exec(pqxx::transaction_base& t) const {
-    if (one)
-      return t.exec_prepared(pg::stmt::commit_one.name, one->resource, std::to_string(one->token),
-                             one->checks, one->writes);
-    return t.exec_prepared(pg::stmt::commit.name, body);
+    if (!one) return t.exec_prepared(pg::stmt::commit.name, body);
+    const auto token = static_cast<long long>(one->token);
+    if (const auto& w = one->only_write) {
+      const auto& statement = one->token ? pg::stmt::commit_fenced_write : pg::stmt::commit_write;
+      pqxx::result r = t.exec_prepared(statement.name, one->resource, token, w->key, w->value);
+      if (!r.empty()) return r;
+    }
+    return t.exec_prepared(pg::stmt::commit_one.name, one->resource, token, one->checks,
+                           one->writes);
   }
 };
 

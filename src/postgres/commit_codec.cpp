@@ -68,6 +68,11 @@ std::optional<CommitOneCall> encode_commit_one(const CommitRequest& req) {
   }
   call.checks = checks.dump();
   call.writes = writes.dump();
+  if (req.checks.empty() && req.writes.size() == 1) {
+    const auto& w = req.writes.front();
+    call.only_write = CommitOneCall::OnlyWrite{w.key, std::nullopt};
+    if (w.value) call.only_write->value = w.value->dump();
+  }
   return call;
 }
 

@@ -24,6 +24,13 @@ struct CommitOneCall {
   Token token = 0;
   std::string checks;
   std::string writes;
+  // The most common commit, one write and no checks, as plain parameters for the statement that
+  // tries it first: the key and its value as JSON (none: an erase).
+  struct OnlyWrite {
+    std::string key;
+    std::optional<std::string> value;
+  };
+  std::optional<OnlyWrite> only_write;
 };
 
 // The fast path's call, or nothing when the request needs statepact_commit (several resources, an

@@ -261,6 +261,28 @@ TEST_CASE("postgres commit codec: one resource without an idempotency key takes 
   REQUIRE(plain);
   CHECK(plain->token == 0);
   CHECK(plain->checks == "[]");
+  // Three writes: no one-statement write.
+  CHECK(!plain->only_write);
+  // One write and no checks: also as plain parameters; an erase has no value.
+  sp::CommitRequest single = unfenced;
+  single.writes = {{"a", "x", sp::Value::parse(R"({"n":1})")}};
+  const auto write = d::pg::encode_commit_one(single);
+  REQUIRE(write);
+  REQUIRE(write->only_write);
+  CHECK(write->only_write->key == "x");
+  CHECK(write->only_write->value == std::optional<std::string>(R"({"n":1})"));
+  single.writes = {{"a", "x", std::nullopt}};
+  const auto erase = d::pg::encode_commit_one(single);
+  REQUIRE(erase);
+  REQUIRE(erase->only_write);
+  CHECK(!erase->only_write->value);
+  single.writes = {{"a", "x", sp::Value()}};  // JSON null is a value, not an erase
+  CHECK(d::pg::encode_commit_one(single)->only_write->value == std::optional<std::string>("null"));
+  // A check needs statepact_commit_one, which reads the key after its lock.
+  single.checks = {{"a", "x", 2}};
+  const auto checked = d::pg::encode_commit_one(single);
+  REQUIRE(checked);
+  CHECK(!checked->only_write);
 
   // Everything else goes to statepact_commit, whose rules cover it.
   auto general = [&](auto change) {
