@@ -24,6 +24,7 @@
 #include <statepact/detail/verdicts.hpp>
 #include <statepact/errors.hpp>
 
+#include "async_call.hpp"
 #include "call.hpp"
 #include "commit_codec.hpp"
 #include "failures.hpp"
@@ -84,6 +85,18 @@ class DetachedJob final : public pg::Job {
   std::function<void(pg::Link&)> fn_;
 };
 
+// A pool connection, opened on the connection thread (which also migrates the schema once, on
+// its own connection, before the first pool connection is made).
+asio::awaitable<std::unique_ptr<pg::AsyncLink>> open_link(std::shared_ptr<pg::JobQueue> queue,
+                                                          std::shared_ptr<pg::Shared> shared,
+                                                          pg::Deadline deadline) {
+  auto job = [shared](pg::Link& link) {
+    link.connection();
+    return pg::AsyncLink::open(shared->settings());
+  };
+  co_return co_await pg::call<std::unique_ptr<pg::AsyncLink>>(*queue, deadline, std::move(job));
+}
+
 }  // namespace
 
 // ---- the implementation object ----------------------------------------------------------------
@@ -105,11 +118,11 @@ class PostgresBackend::Impl {
             options.schema(), options.application_name(), options.statement_timeout(),
             options.lock_timeout(), pg::conninfo_secrets(url),
             pg::redact(url, pg::conninfo_secrets(url)), options.idle_in_transaction_timeout()})) {
-    for (std::size_t i = 0; i < options.pool_size(); ++i)
-      pool.push_back(std::make_unique<pg::Worker>(pool_queue, shared));
+    admin = std::make_unique<pg::Worker>(pool_queue, shared);
   }
 
   ~Impl() {
+    async_pool->close();
     pool_queue->close();
     std::vector<std::shared_ptr<SessionConn>> sessions;
     {
@@ -117,7 +130,7 @@ class PostgresBackend::Impl {
       sessions = all_sessions;
     }
     for (auto& s : sessions) s->queue->close();
-    pool.clear();  // joins
+    admin.reset();  // joins
     for (auto& s : sessions) s->worker.reset();
   }
 
@@ -179,30 +192,35 @@ class PostgresBackend::Impl {
     return pg::Deadline{options.call_timeout(), lost};
   }
 
+  // Opens a pool connection on the connection thread.
+  auto opener() const {
+    return [queue = pool_queue, shared = shared, d = deadline()] {
+      return open_link(queue, shared, d);
+    };
+  }
+
   // One prepared statement on a pool connection, in autocommit; its answer as text rows.
   template <class... Args>
   asio::awaitable<pg::Rows> query(LostReply lost, const char* statement, Args... args) {
-    auto job = [lost, statement, args...](pg::Link& link) {
-      return rows_of(pg::autocommit(link, lost, [&](pqxx::nontransaction& n) {
-        return n.exec_prepared(statement, args...);
-      }));
-    };
-    co_return co_await pg::call<pg::Rows>(*pool_queue, deadline(lost), std::move(job));
+    pg::Params params{pg::param(std::move(args))...};
+    // Named, not temporaries: g++ 12 may destroy a temporary argument twice inside co_await.
+    auto open = opener();
+    auto run = [statement, params](pg::AsyncLink& link) { return link.exec(statement, params); };
+    co_return co_await pg::async_call(async_pool, deadline(lost), std::move(open), std::move(run));
   }
 
   // A statement that answers only when the call succeeds and, when it has no row, the function
   // that says why (which may succeed itself by then): one statement in the common case, both on
-  // the same connection in one job.
+  // the same connection.
   template <class... Args>
   asio::awaitable<pg::Rows> query_or_explain(LostReply lost, const char* statement,
                                              const char* explain, Args... args) {
-    auto job = [lost, statement, explain, args...](pg::Link& link) {
-      return rows_of(pg::autocommit(link, lost, [&](pqxx::nontransaction& n) {
-        pqxx::result r = n.exec_prepared(statement, args...);
-        return r.empty() ? n.exec_prepared(explain, args...) : r;
-      }));
+    pg::Params params{pg::param(std::move(args))...};
+    auto open = opener();
+    auto run = [statement, explain, params](pg::AsyncLink& link) {
+      return pg::exec_or_explain(link, statement, params, explain, params);
     };
-    co_return co_await pg::call<pg::Rows>(*pool_queue, deadline(lost), std::move(job));
+    co_return co_await pg::async_call(async_pool, deadline(lost), std::move(open), std::move(run));
   }
 
   std::shared_ptr<SessionConn> find_open(SessionId id) {
@@ -223,8 +241,12 @@ class PostgresBackend::Impl {
   asio::any_io_executor executor;
   PostgresOptions options;
   std::shared_ptr<pg::Shared> shared;
+  // The pool: non-blocking connections used on the caller's executor.
+  std::shared_ptr<pg::AsyncPool> async_pool = std::make_shared<pg::AsyncPool>(options.pool_size());
+  // One connection thread with a blocking connection of its own: it migrates the schema, opens
+  // the pool's connections, and serves the rare calls (migrate, check_server) that use libpqxx.
   std::shared_ptr<pg::JobQueue> pool_queue = std::make_shared<pg::JobQueue>();
-  std::vector<std::unique_ptr<pg::Worker>> pool;
+  std::unique_ptr<pg::Worker> admin;
 
   mutable std::mutex mu;
   std::vector<std::shared_ptr<SessionConn>> all_sessions;
@@ -457,11 +479,8 @@ asio::awaitable<SessionId> PostgresBackend::begin_session(std::vector<std::strin
   };
   if (isolation != Isolation::pessimistic) {
     if (known) co_return ++impl->next_session;
-    auto job = [check](pg::Link& link) {
-      pg::autocommit(link, LostReply::read(), [&](pqxx::nontransaction& n) { check(n); });
-      return 0;
-    };
-    co_await pg::call<int>(*impl->pool_queue, impl->deadline(), std::move(job));
+    const auto rows = co_await impl->query(LostReply::read(), pg::stmt::missing.name, names);
+    detail::found_or_raise(pg::decode_missing(rows));
     impl->known.remember(resources);
     co_return ++impl->next_session;
   }
@@ -551,25 +570,62 @@ namespace {
 // A commit's call: the one-resource fast path when the request allows it (a single write tries
 // its one statement first), else the general one.
 struct CommitCall {
-  std::optional<pg::CommitOneCall> one;
-  std::string body;
+  struct Step {
+    const char* statement = nullptr;
+    pg::Params params;
+  };
+  std::optional<Step> first;  // answers only when it wrote
+  Step then;                  // when there is no first step, or it answered no row
 
-  CommitCall(const CommitRequest& req, milliseconds retention) : one(pg::encode_commit_one(req)) {
-    if (!one) body = pg::encode_commit(req, retention);
+  CommitCall(const CommitRequest& req, milliseconds retention) {
+    const auto one = pg::encode_commit_one(req);
+    if (!one) {
+      then = Step{pg::stmt::commit.name, {pg::param(pg::encode_commit(req, retention))}};
+      return;
+    }
+    const auto token = static_cast<long long>(one->token);
+    if (const auto& w = one->only_write)
+      first = Step{
+          (token ? pg::stmt::commit_fenced_write : pg::stmt::commit_write).name,
+          {pg::param(one->resource), pg::param(token), pg::param(w->key), pg::param(w->value)}};
+    then = Step{pg::stmt::commit_one.name,
+                {pg::param(one->resource), pg::param(token), pg::param(one->checks),
+                 pg::param(one->writes)}};
   }
 
+  // In a pessimistic session's transaction.
   pqxx::result exec(pqxx::transaction_base& t) const {
-    if (!one) return t.exec_prepared(pg::stmt::commit.name, body);
-    const auto token = static_cast<long long>(one->token);
-    if (const auto& w = one->only_write) {
-      const auto& statement = one->token ? pg::stmt::commit_fenced_write : pg::stmt::commit_write;
-      pqxx::result r = t.exec_prepared(statement.name, one->resource, token, w->key, w->value);
+    if (first) {
+      pqxx::result r =
+          t.exec_prepared(first->statement, pqxx::prepare::make_dynamic_params(first->params));
       if (!r.empty()) return r;
     }
-    return t.exec_prepared(pg::stmt::commit_one.name, one->resource, token, one->checks,
-                           one->writes);
+    return t.exec_prepared(then.statement, pqxx::prepare::make_dynamic_params(then.params));
+  }
+
+  // On a pool connection, in autocommit: each statement is its own transaction, and the first
+  // one either wrote everything or nothing.
+  asio::awaitable<pg::Answer> exec(pg::AsyncLink& link) const {
+    if (first)
+      return pg::exec_or_explain(link, first->statement, first->params, then.statement,
+                                 then.params);
+    return link.exec(then.statement, then.params);
   }
 };
+
+// A commit's answer; one that cannot be read leaves the commit's outcome unknown.
+detail::CommitAnswer commit_answer(const pg::Rows& rows, bool has_key) {
+  try {
+    return pg::decode_commit(
+        pg::text_at(pg::only_row(rows, "statepact_commit"), 0, "statepact_commit"));
+  } catch (const Error& e) {
+    throw CommitUnknownError(
+        fmt::format("unexpected reply from PostgreSQL after the commit was sent; it may or may "
+                    "not have been applied: {}",
+                    e.what()),
+        has_key);
+  }
+}
 
 }  // namespace
 
@@ -580,13 +636,12 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   const bool has_key = req.idempotency_key.has_value();
   auto sc = impl->take_open(req.session);
   if (!sc) {
-    auto job = [body = std::move(body), req = std::move(req), has_key](pg::Link& link) {
-      auto r = pg::autocommit(link, LostReply::commit(has_key),
-                              [&](pqxx::nontransaction& n) { return body.exec(n); });
-      return detail::result_or_raise(pg::decode_commit(r.at(0)[0].c_str()), req);
-    };
-    co_return co_await pg::call<CommitResult>(
-        *impl->pool_queue, impl->deadline(LostReply::commit(has_key)), std::move(job));
+    auto open = impl->opener();
+    auto run = [body = std::move(body)](pg::AsyncLink& link) { return body.exec(link); };
+    const auto rows =
+        co_await pg::async_call(impl->async_pool, impl->deadline(LostReply::commit(has_key)),
+                                std::move(open), std::move(run));
+    co_return detail::result_or_raise(commit_answer(rows, has_key), req);
   }
   // A pessimistic session: the commit function runs in the session's transaction, then COMMIT
   // releases its locks. Until COMMIT is sent a lost connection means the server rolled back.

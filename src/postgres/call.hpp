@@ -63,6 +63,8 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
   }
 
   const Deadline& deadline() const { return deadline_; }
+  // The caller's executor, where the answer goes.
+  auto executor() { return timer_.get_executor(); }
 
   // On the connection thread, before the statement: false when the deadline already answered
   // (nothing is sent then).

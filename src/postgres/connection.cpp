@@ -62,26 +62,31 @@ bool Link::looks_dead() const {
   return ::poll(&p, 1, 0) != 0;
 }
 
+std::vector<std::string> setup_params(const Settings& s) {
+  return {std::to_string(s.statement_timeout.count()), std::to_string(s.lock_timeout.count()),
+          s.schema, s.application_name, std::to_string(s.idle_in_transaction_timeout.count())};
+}
+
+void connect_failed(const Settings& s, const std::string& libpq_text) {
+  const std::string what = redact(libpq_text, s.secrets);
+  if (refused_for_good(what))
+    throw ConfigurationError(
+        fmt::format("cannot connect to PostgreSQL at {}: {}; check the connection string, the "
+                    "role and its password, and the server's pg_hba.conf",
+                    s.target, what));
+  throw BackendUnavailableError(
+      fmt::format("cannot connect to PostgreSQL at {}: {}", s.target, what));
+}
+
 void Link::connect() {
   const Settings& s = shared_->settings();
   std::string step = "setting up the connection";
   try {
     auto conn = std::make_unique<pqxx::connection>(s.conninfo);
     {
-      // Parameters rather than quoting on the client: names never become SQL text. The server
-      // functions rely on READ COMMITTED (each statement sees every commit that finished before
-      // its row locks were granted), whatever default the database or role sets.
       pqxx::nontransaction setup(*conn);
-      setup.exec_params(
-          "SELECT set_config('statement_timeout', $1, false), "
-          "set_config('lock_timeout', $2, false), "
-          "set_config('default_transaction_isolation', 'read committed', false), "
-          "set_config('search_path', quote_ident($3), false), "
-          "set_config('client_min_messages', 'warning', false), "
-          "set_config('application_name', $4, false), "
-          "set_config('idle_in_transaction_session_timeout', $5, false)",
-          std::to_string(s.statement_timeout.count()), std::to_string(s.lock_timeout.count()),
-          s.schema, s.application_name, std::to_string(s.idle_in_transaction_timeout.count()));
+      const auto p = setup_params(s);
+      setup.exec_params(setup_sql, p[0], p[1], p[2], p[3], p[4]);
     }
     step = fmt::format("migrating schema '{}'", s.schema);
     shared_->ensure_migrated(*conn);
@@ -89,14 +94,7 @@ void Link::connect() {
     for (const auto& st : stmt::all) conn->prepare(st.name, st.sql);
     conn_ = std::move(conn);
   } catch (const pqxx::broken_connection& e) {
-    const std::string what = redact(e.what(), s.secrets);
-    if (refused_for_good(what))
-      throw ConfigurationError(
-          fmt::format("cannot connect to PostgreSQL at {}: {}; check the connection string, the "
-                      "role and its password, and the server's pg_hba.conf",
-                      s.target, what));
-    throw BackendUnavailableError(
-        fmt::format("cannot connect to PostgreSQL at {}: {}", s.target, what));
+    connect_failed(s, e.what());
   } catch (const pqxx::sql_error& e) {
     sql_state_failed(*this, sqlstate_of(e), fmt::format("{}: {}", step, e.what()),
                      LostReply::in_transaction());

@@ -27,6 +27,24 @@ struct Settings {
   milliseconds idle_in_transaction_timeout{0};
 };
 
+// The statement that sets a new connection up, and its parameters ($1..$5): parameters rather
+// than quoting on the client, so names never become SQL text. The server functions rely on READ
+// COMMITTED (each statement sees every commit that finished before its row locks were granted),
+// whatever default the database or role sets.
+inline constexpr const char* setup_sql =
+    "SELECT set_config('statement_timeout', $1, false), "
+    "set_config('lock_timeout', $2, false), "
+    "set_config('default_transaction_isolation', 'read committed', false), "
+    "set_config('search_path', quote_ident($3), false), "
+    "set_config('client_min_messages', 'warning', false), "
+    "set_config('application_name', $4, false), "
+    "set_config('idle_in_transaction_session_timeout', $5, false)";
+std::vector<std::string> setup_params(const Settings& s);
+
+// A connection could not be made: ConfigurationError when retrying cannot help (a wrong
+// connection string, a refused role), BackendUnavailableError otherwise. `what` is libpq's text.
+[[noreturn]] void connect_failed(const Settings& s, const std::string& what);
+
 // What all connections of one backend share: settings, and whether the schema is migrated.
 class Shared {
  public:

@@ -1,7 +1,8 @@
 /// @file
 /// The PostgreSQL backend: durable leases, fencing and sessions on a PostgreSQL server (libpqxx).
-/// Blocking libpqxx calls run on the backend's own connection threads and complete on the calling
-/// coroutine's executor. Every lease operation, read, snapshot and commit is one statement calling
+/// Pool calls send their statement with libpq's non-blocking API and await the answer on the
+/// calling coroutine's own executor; pessimistic sessions run blocking libpqxx calls on threads of
+/// their own and complete on the calling coroutine's executor. Every lease operation, read, snapshot and commit is one statement calling
 /// a server-side function, so one round trip; the server's clock decides expiry. The implementation
 /// lives in src/postgres/; no libpqxx or libpq type appears here.
 #pragma once
@@ -32,9 +33,10 @@ class PostgresOptions {
   /// timeouts, 24 h idempotency retention, 64 pessimistic sessions, 60 s idle-in-transaction.
   PostgresOptions() = default;
 
-  /// Connections (and threads) for single statements (leases, reads, snapshots, commits), at
-  /// least 1 (default 4). Each pessimistic session holds one more connection of its own while it
-  /// is open.
+  /// Connections for single statements (leases, reads, snapshots, commits), at least 1
+  /// (default 4); a call that finds them all busy waits for one within call_timeout. One more
+  /// connection, on a thread, migrates the schema and opens these. Each pessimistic session holds
+  /// one more connection of its own while it is open.
   PostgresOptions& pool_size(std::size_t n);
   /// The schema holding statepact's tables and functions; created if missing (default `public`).
   /// A valid name (1 to 256 bytes of UTF-8, no control characters).
@@ -143,8 +145,8 @@ struct PostgresServerCheck {
 
 /// A Backend (and InspectableBackend) on a PostgreSQL server. Not copyable or movable; it must
 /// outlive every Session, Manager and LeaseManager using it. Its calls may be made from any
-/// thread and any number of coroutines at once: statements run on the backend's own connection
-/// threads, and each call completes on the awaiting coroutine's executor.
+/// thread and any number of coroutines at once; each call completes on the awaiting coroutine's
+/// executor, which runs its I/O (a pessimistic session's statements run on its own thread).
 ///
 /// Each call is one statement (a pessimistic session adds BEGIN and COMMIT); input is checked
 /// before any I/O (`InvalidArgumentError`). Failures common to every call:
@@ -159,13 +161,14 @@ class PostgresBackend {
  public:
   /// A backend on the server at `url`, a libpq connection string or URI
   /// ("postgresql://user@host:5432/db"). `ex` is kept by the backend; each call completes on the
-  /// awaiting coroutine's own executor. Starts the pool's threads, but nothing connects until the
-  /// first operation; the schema is migrated on the first connection.
-  /// @throws BackendUnavailableError if the threads cannot be started.
+  /// awaiting coroutine's own executor. Starts the backend's connection thread, but nothing
+  /// connects until the first operation; the schema is migrated on the first connection.
+  /// @throws BackendUnavailableError if the thread cannot be started.
   PostgresBackend(asio::any_io_executor ex, std::string url,
                   PostgresOptions options = PostgresOptions());
   /// Lets the connection threads finish every statement already queued, then joins them and
-  /// closes the connections; a session still open is rolled back by the server.
+  /// closes the connections; a session still open is rolled back by the server. A pool call in
+  /// flight finishes on its own executor, its connection closed after it.
   ~PostgresBackend();
   PostgresBackend(const PostgresBackend&) = delete;             ///< Not copyable.
   PostgresBackend& operator=(const PostgresBackend&) = delete;  ///< Not copyable.
