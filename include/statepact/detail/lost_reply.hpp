@@ -1,6 +1,7 @@
 // What it means when a request's reply never comes, in one model for both server backends. The
-// transports (the Redis connection, the PostgreSQL connection threads) only say how the reply was
-// lost; what the request may have done decides what the caller is told, here and nowhere else.
+// transports (the Redis connection, the PostgreSQL pool and connection threads) only say how the
+// reply was lost; what the request may have done decides what the caller is told, here and nowhere
+// else.
 #pragma once
 
 #include <exception>
