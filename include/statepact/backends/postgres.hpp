@@ -2,9 +2,10 @@
 /// The PostgreSQL backend: durable leases, fencing and sessions on a PostgreSQL server (libpqxx).
 /// Pool calls send their statement with libpq's non-blocking API and await the answer on the
 /// calling coroutine's own executor; pessimistic sessions run blocking libpqxx calls on threads of
-/// their own and complete on the calling coroutine's executor. Every lease operation, read, snapshot and commit is one statement calling
-/// a server-side function, so one round trip; the server's clock decides expiry. The implementation
-/// lives in src/postgres/; no libpqxx or libpq type appears here.
+/// their own and complete on the calling coroutine's executor. Every lease operation, read,
+/// snapshot and commit is one statement calling a server-side function, so one round trip; the
+/// server's clock decides expiry. The implementation lives in src/postgres/; no libpqxx or libpq
+/// type appears here.
 #pragma once
 
 #include <cstddef>
