@@ -60,6 +60,7 @@ class AsyncLink {
 inline Param param(std::string s) {
   return Param(std::move(s));
 }
+// Without it a string literal would pick param(bool).
 inline Param param(const char* s) {
   return Param(std::string(s));
 }

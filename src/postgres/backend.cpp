@@ -192,21 +192,22 @@ class PostgresBackend::Impl {
     return pg::Deadline{options.call_timeout(), lost};
   }
 
-  // Opens a pool connection on the connection thread.
-  auto opener() const {
-    return [queue = pool_queue, shared = shared, d = deadline()] {
+  // `run(AsyncLink&)`'s statements on a pool connection, in autocommit; the answer as text rows.
+  template <class F>
+  asio::awaitable<pg::Rows> on_pool(LostReply lost, F run) {
+    // Named, not temporaries: g++ 12 may destroy a temporary argument twice inside co_await.
+    auto open = [queue = pool_queue, shared = shared, d = deadline()] {
       return open_link(queue, shared, d);
     };
+    co_return co_await pg::async_call(async_pool, deadline(lost), std::move(open), std::move(run));
   }
 
   // One prepared statement on a pool connection, in autocommit; its answer as text rows.
   template <class... Args>
   asio::awaitable<pg::Rows> query(LostReply lost, const char* statement, Args... args) {
     pg::Params params{pg::param(std::move(args))...};
-    // Named, not temporaries: g++ 12 may destroy a temporary argument twice inside co_await.
-    auto open = opener();
     auto run = [statement, params](pg::AsyncLink& link) { return link.exec(statement, params); };
-    co_return co_await pg::async_call(async_pool, deadline(lost), std::move(open), std::move(run));
+    co_return co_await on_pool(lost, std::move(run));
   }
 
   // A statement that answers only when the call succeeds and, when it has no row, the function
@@ -216,11 +217,10 @@ class PostgresBackend::Impl {
   asio::awaitable<pg::Rows> query_or_explain(LostReply lost, const char* statement,
                                              const char* explain, Args... args) {
     pg::Params params{pg::param(std::move(args))...};
-    auto open = opener();
     auto run = [statement, explain, params](pg::AsyncLink& link) {
       return pg::exec_or_explain(link, statement, params, explain, params);
     };
-    co_return co_await pg::async_call(async_pool, deadline(lost), std::move(open), std::move(run));
+    co_return co_await on_pool(lost, std::move(run));
   }
 
   std::shared_ptr<SessionConn> find_open(SessionId id) {
@@ -636,11 +636,8 @@ asio::awaitable<CommitResult> PostgresBackend::commit(CommitRequest req) {
   const bool has_key = req.idempotency_key.has_value();
   auto sc = impl->take_open(req.session);
   if (!sc) {
-    auto open = impl->opener();
     auto run = [body = std::move(body)](pg::AsyncLink& link) { return body.exec(link); };
-    const auto rows =
-        co_await pg::async_call(impl->async_pool, impl->deadline(LostReply::commit(has_key)),
-                                std::move(open), std::move(run));
+    const auto rows = co_await impl->on_pool(LostReply::commit(has_key), std::move(run));
     co_return detail::result_or_raise(commit_answer(rows, has_key), req);
   }
   // A pessimistic session: the commit function runs in the session's transaction, then COMMIT
