@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -162,8 +163,9 @@ class ClusterAdmin {
   }
 
   // Until every node is up, sees 3 masters that serve every slot and 3 replicas linked to them,
-  // and no node still flags another as failed (a node brought back is linked to its master before
-  // the others clear its flag; until then their CLUSTER SLOTS leave it out).
+  // no node still flags another as failed, and every node's CLUSTER SLOTS names all six. A node
+  // brought back is linked to its master before the others clear its flag, and a replica is left
+  // out of a node's CLUSTER SLOTS until gossip tells that node it has replicated something.
   static void wait_whole(std::chrono::seconds limit = std::chrono::seconds(30)) {
     const auto until = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < until) {
@@ -174,6 +176,30 @@ class ClusterAdmin {
   }
 
  private:
+  // How many distinct nodes the CLUSTER SLOTS reply of the node on `port` names.
+  static std::size_t slot_map_ports(int port) {
+    redisContext* c = redisConnect("127.0.0.1", port);
+    if (!c || c->err) {
+      if (c) redisFree(c);
+      throw std::runtime_error("cannot connect to a cluster node");
+    }
+    auto* r = static_cast<redisReply*>(redisCommand(c, "CLUSTER SLOTS"));
+    std::set<long long> seen;
+    if (r && r->type == REDIS_REPLY_ARRAY)
+      for (std::size_t i = 0; i < r->elements; ++i) {
+        const redisReply* range = r->element[i];
+        for (std::size_t j = 2; range->type == REDIS_REPLY_ARRAY && j < range->elements; ++j) {
+          const redisReply* node = range->element[j];
+          if (node->type == REDIS_REPLY_ARRAY && node->elements >= 2 &&
+              node->element[1]->type == REDIS_REPLY_INTEGER)
+            seen.insert(node->element[1]->integer);
+        }
+      }
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    return seen.size();
+  }
+
   static bool whole() {
     try {
       int masters = 0, linked = 0;
@@ -194,6 +220,7 @@ class ClusterAdmin {
             return false;
         }
         if (known != static_cast<int>(ports().size())) return false;
+        if (slot_map_ports(port) != ports().size()) return false;
         const auto repl = a.command({"INFO", "replication"});
         if (repl.find("role:master") != std::string::npos) ++masters;
         if (repl.find("master_link_status:up") != std::string::npos) ++linked;
