@@ -68,6 +68,7 @@ std::unique_ptr<AsyncLink> AsyncLink::open(const Settings& s) {
 }
 
 AsyncLink::~AsyncLink() {
+  watch_.forget();
   if (conn_) PQfinish(conn_);
 }
 
@@ -81,6 +82,7 @@ bool AsyncLink::looks_dead() const {
 asio::awaitable<Answer> AsyncLink::exec(const char* statement, Params params) {
   Answer answer;
   auto broken = [&] {
+    watch_.forget();
     answer.status = Answer::Status::broken;
     answer.text = trimmed(PQerrorMessage(conn_));
     if (answer.text.empty()) answer.text = "the connection broke";
@@ -92,16 +94,8 @@ asio::awaitable<Answer> AsyncLink::exec(const char* statement, Params params) {
   if (!PQsendQueryPrepared(conn_, statement, static_cast<int>(values.size()), values.data(),
                            nullptr, nullptr, 0))
     co_return broken();
-  // libpq's socket, watched from the caller's executor for this statement only; released, never
-  // closed, however the coroutine ends (libpq closes it).
-  struct Watch {
-    Watch(const asio::any_io_executor& ex, int fd) : sd(ex, fd) {}
-    ~Watch() { sd.release(); }
-    asio::posix::stream_descriptor sd;
-  };
   const auto ex = co_await asio::this_coro::executor;
-  Watch watch(ex, PQsocket(conn_));
-  auto& sd = watch.sd;
+  auto& sd = watch_.on(ex, PQsocket(conn_));
   std::error_code ec;
   for (;;) {
     const int flushed = PQflush(conn_);

@@ -1,7 +1,8 @@
 // A pool connection driven without blocking: a statement goes out with libpq's non-blocking API
 // and its answer is awaited on the socket by Asio, on the calling coroutine's executor, so a call
-// needs no thread of its own and costs no thread switch. Opening one blocks (connect, settings,
-// prepared statements) and runs on a connection thread.
+// needs no thread of its own and costs no thread switch. The socket stays registered with that
+// executor's io_context between statements (socket_watch.hpp). Opening one blocks (connect,
+// settings, prepared statements) and runs on a connection thread.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 
 #include "connection.hpp"
 #include "row.hpp"
+#include "socket_watch.hpp"
 
 struct pg_conn;
 
@@ -55,6 +57,7 @@ class AsyncLink {
  private:
   explicit AsyncLink(pg_conn* conn) : conn_(conn) {}
   pg_conn* conn_;
+  SocketWatch watch_;
 };
 
 inline Param param(std::string s) {
