@@ -19,8 +19,8 @@
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/execution/outstanding_work.hpp>
-#include <asio/post.hpp>
 #include <asio/prefer.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
@@ -75,7 +75,9 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
     return true;
   }
 
-  // On the connection thread: the job's answer, unless the deadline came first.
+  // The job's answer, unless the deadline came first. From a connection thread it is posted to the
+  // caller's executor; from a pool call, already there, it is delivered at once (one pass
+  // through the scheduler fewer).
   void finish(std::exception_ptr error, T value) {
     std::optional<Handler> h;
     std::optional<Tracked> work;
@@ -89,7 +91,7 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
       work_.reset();
     }
     auto self = this->shared_from_this();
-    asio::post(*work, [self, h = std::move(*h), error, v = std::move(value)]() mutable {
+    asio::dispatch(*work, [self, h = std::move(*h), error, v = std::move(value)]() mutable {
       self->timer_.cancel();
       deliver(std::move(h), error, std::move(v));
     });
