@@ -90,7 +90,7 @@ asio::awaitable<void> run_on_pool(std::shared_ptr<R> race, std::shared_ptr<Async
   for (;;) {
     std::unique_ptr<AsyncLink> link;
     try {
-      link = co_await pool->take();
+      if (!pool->try_take(link)) link = co_await pool->take();
     } catch (...) {
       error = std::current_exception();
     }
@@ -158,8 +158,10 @@ asio::awaitable<Rows> async_call(std::shared_ptr<AsyncPool> pool, Deadline deadl
     auto race = std::make_shared<Race<Rows, H>>(std::move(handler), deadline);
     race->arm();
     auto ex = race->executor();
+    auto r = race;
     asio::co_spawn(ex, run_on_pool(std::move(race), std::move(pool), std::move(open), std::move(f)),
                    asio::detached);
+    r->answer_inline();  // run_on_pool has answered already, or is waiting for the server
   };
   co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                           void(std::exception_ptr, Rows)>(init,

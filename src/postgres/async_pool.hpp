@@ -30,6 +30,27 @@ class BasicPool {
  public:
   explicit BasicPool(std::size_t cap) : cap_(cap) {}
 
+  // Without waiting: true with an idle connection in `out`, or with null when the caller may open
+  // one (as take()); false when `cap` are in use, and take() waits in order. Throws
+  // BackendUnavailableError once the pool is closed. Saves take()'s pass through the scheduler.
+  bool try_take(std::unique_ptr<Conn>& out) {
+    std::lock_guard guard(mu_);
+    if (closed_) std::rethrow_exception(closed_error());
+    // Idle connections or free slots never coexist with waiters: give_back() and drop() hand
+    // them to the first waiter, so taking one here jumps no queue.
+    if (!idle_.empty()) {
+      out = std::move(idle_.back());
+      idle_.pop_back();
+      return true;
+    }
+    if (open_ < cap_) {
+      ++open_;
+      out = nullptr;
+      return true;
+    }
+    return false;
+  }
+
   // An idle connection, or null: the caller may open one (its slot is counted, so it gives the
   // connection back or calls drop()). Waits while `cap` are in use. Throws BackendUnavailableError
   // once the pool is closed.

@@ -7,6 +7,7 @@
 // the timer, completes the caller; the other finds the handler gone and does nothing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <asio/awaitable.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/execution/outstanding_work.hpp>
+#include <asio/post.hpp>
 #include <asio/prefer.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
@@ -75,9 +77,13 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
     return true;
   }
 
-  // The job's answer, unless the deadline came first. From a connection thread it is posted to the
-  // caller's executor; from a pool call, already there, it is delivered at once (one pass
-  // through the scheduler fewer).
+  // After this, finish() may answer the caller at once when it runs on the caller's executor (a
+  // pool call, after its first wait): one pass through the scheduler fewer. Until then, and from a
+  // connection thread, the answer is posted, so a call that fails before it waits never resumes
+  // its caller inside the caller's own initiation (a retry loop would then grow the stack).
+  void answer_inline() { inline_ = true; }
+
+  // The job's answer, unless the deadline came first.
   void finish(std::exception_ptr error, T value) {
     std::optional<Handler> h;
     std::optional<Tracked> work;
@@ -91,10 +97,14 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
       work_.reset();
     }
     auto self = this->shared_from_this();
-    asio::dispatch(*work, [self, h = std::move(*h), error, v = std::move(value)]() mutable {
+    auto answer = [self, h = std::move(*h), error, v = std::move(value)]() mutable {
       self->timer_.cancel();
       deliver(std::move(h), error, std::move(v));
-    });
+    };
+    if (inline_)
+      asio::dispatch(*work, std::move(answer));
+    else
+      asio::post(*work, std::move(answer));
   }
 
  private:
@@ -134,6 +144,7 @@ class Race : public std::enable_shared_from_this<Race<T, Handler>> {
   std::optional<Tracked> work_;
   std::optional<Handler> handler_;
   bool started_ = false;
+  std::atomic<bool> inline_{false};
 };
 
 template <class T, class Handler, class Fn>

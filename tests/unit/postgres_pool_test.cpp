@@ -10,9 +10,11 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <statepact/errors.hpp>
 
+#include "../postgres/async_call.hpp"
 #include "../postgres/async_pool.hpp"
 
 namespace pg = statepact::detail::pg;
@@ -138,4 +140,59 @@ TEST_CASE("postgres pool: closing fails the waiters and later takes, and closes 
   REQUIRE(late->done);
   REQUIRE(late->error);
   CHECK_THROWS_AS(std::rethrow_exception(late->error), statepact::BackendUnavailableError);
+}
+
+TEST_CASE("postgres pool: try_take takes what take() would without waiting, never past a waiter",
+          "[postgres][pool]") {
+  asio::io_context io;
+  auto closed = std::make_shared<std::vector<int>>();
+  PgPool pool(1);
+  std::unique_ptr<PgPoolConn> got;
+  REQUIRE(pool.try_take(got));  // a free slot: open one
+  CHECK_FALSE(got);
+  CHECK_FALSE(pool.try_take(got));  // the only slot is in use
+  auto waiting = pg_pool_take(io, pool);
+  CHECK_FALSE(waiting->done);
+  pool.give_back(std::make_unique<PgPoolConn>(3, closed));
+  CHECK_FALSE(pool.try_take(got));  // it went to the waiter
+  pg_pool_run(io);
+  REQUIRE(waiting->done);
+  REQUIRE(waiting->conn);
+  pool.give_back(std::move(waiting->conn));
+  REQUIRE(pool.try_take(got));  // idle now: reused
+  REQUIRE(got);
+  CHECK(got->id == 3);
+  pool.give_back(std::move(got));
+  pool.close();
+  CHECK_THROWS_AS(pool.try_take(got), statepact::BackendUnavailableError);
+}
+
+TEST_CASE("postgres pool: calls that fail before they wait answer through the scheduler",
+          "[postgres][pool]") {
+  // On a closed pool every call fails at once. Answered inline, each retry would run inside the
+  // previous call's initiation and the stack would grow with every one of them.
+  auto pool = std::make_shared<pg::AsyncPool>(1);
+  pool->close();
+  asio::io_context io;
+  int failed = 0;
+  asio::co_spawn(
+      io,
+      [](std::shared_ptr<pg::AsyncPool> p, int& n) -> asio::awaitable<void> {
+        auto open = []() -> asio::awaitable<std::unique_ptr<pg::AsyncLink>> { co_return nullptr; };
+        auto f = [](pg::AsyncLink&) -> asio::awaitable<pg::Answer> { co_return pg::Answer(); };
+        for (int i = 0; i < 50000; ++i) {
+          bool unavailable = false;
+          try {
+            const pg::Deadline deadline{std::chrono::seconds(5),
+                                        statepact::detail::LostReply::read()};
+            co_await pg::async_call(p, deadline, open, f);
+          } catch (const statepact::BackendUnavailableError&) {
+            unavailable = true;
+          }
+          if (unavailable) ++n;
+        }
+      }(pool, failed),
+      asio::detached);
+  io.run();
+  CHECK(failed == 50000);
 }
