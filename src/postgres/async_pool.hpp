@@ -36,19 +36,7 @@ class BasicPool {
   bool try_take(std::unique_ptr<Conn>& out) {
     std::lock_guard guard(mu_);
     if (closed_) std::rethrow_exception(closed_error());
-    // Idle connections or free slots never coexist with waiters: give_back() and drop() hand
-    // them to the first waiter, so taking one here jumps no queue.
-    if (!idle_.empty()) {
-      out = std::move(idle_.back());
-      idle_.pop_back();
-      return true;
-    }
-    if (open_ < cap_) {
-      ++open_;
-      out = nullptr;
-      return true;
-    }
-    return false;
+    return grab(out);
   }
 
   // An idle connection, or null: the caller may open one (its slot is counted, so it gives the
@@ -62,17 +50,10 @@ class BasicPool {
         complete(std::move(handler), closed_error(), nullptr);
         return;
       }
-      if (!idle_.empty()) {
-        auto link = std::move(idle_.back());
-        idle_.pop_back();
+      std::unique_ptr<Conn> link;
+      if (grab(link)) {
         guard.unlock();
         complete(std::move(handler), nullptr, std::move(link));
-        return;
-      }
-      if (open_ < cap_) {
-        ++open_;
-        guard.unlock();
-        complete(std::move(handler), nullptr, nullptr);
         return;
       }
       waiters_.push_back(std::make_unique<Waiter<decltype(handler)>>(std::move(handler)));
@@ -128,6 +109,23 @@ class BasicPool {
   }
 
  private:
+  // With mu_ held: an idle connection in `out`, or null there and a slot counted for the caller
+  // to open one; false when `cap` are in use. Idle connections or free slots never coexist with
+  // waiters (give_back() and drop() hand them to the first waiter), so this jumps no queue.
+  bool grab(std::unique_ptr<Conn>& out) {
+    if (!idle_.empty()) {
+      out = std::move(idle_.back());
+      idle_.pop_back();
+      return true;
+    }
+    if (open_ < cap_) {
+      ++open_;
+      out = nullptr;
+      return true;
+    }
+    return false;
+  }
+
   struct WaiterBase {
     virtual ~WaiterBase() = default;
     virtual void resume(std::exception_ptr error, std::unique_ptr<Conn> link) = 0;

@@ -77,7 +77,7 @@ class SocketWatch {
   asio::posix::stream_descriptor& on(const asio::any_io_executor& ex, int fd) {
     auto& ctx = asio::query(ex, asio::execution::context);
     std::lock_guard guard(registration_->mu);
-    if (registration_->context != &ctx || !registration_->sd) {
+    if (registration_->context != &ctx) {  // set exactly while registered
       registration_->drop();
       registration_->sd = std::make_unique<asio::posix::stream_descriptor>(ex, fd);
       registration_->context = &ctx;
