@@ -39,8 +39,12 @@ catch_discover_tests(statepact_integration_postgres TEST_PREFIX "postgres: " EXT
 # sanitizer (a transaction outliving its dropped connection crashed client processes).
 find_program(STATEPACT_VALGRIND valgrind)
 if(STATEPACT_VALGRIND AND NOT CMAKE_CXX_FLAGS MATCHES "sanitize")
-  add_test(NAME "postgres: connection loss under valgrind"
-    COMMAND ${STATEPACT_VALGRIND} --error-exitcode=9 --leak-check=no -q
-      $<TARGET_FILE:statepact_integration_postgres>
-      "terminated connections are replaced*,a commit cut off after it was sent*")
+  # One entry per test name, each with -w NoTests: a renamed test fails its entry instead of
+  # leaving a filter that matches nothing and passes.
+  foreach(name "terminated connections are replaced*" "a commit cut off after it was sent*")
+    string(REGEX REPLACE "[*]$" "" short "${name}")
+    add_test(NAME "postgres: ${short} (under valgrind)"
+      COMMAND ${STATEPACT_VALGRIND} --error-exitcode=9 --leak-check=no -q
+        $<TARGET_FILE:statepact_integration_postgres> -w NoTests "${name}")
+  endforeach()
 endif()
