@@ -13,6 +13,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/experimental/parallel_group.hpp>
+#include <asio/post.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -789,6 +790,10 @@ TEMPLATE_LIST_TEST_CASE("random concurrent increments under every safe mode lose
                   for (const auto& k : keys) {
                     auto v = conformance::as_int(co_await s.read_for_update(k));
                     inc.reads.emplace_back(k, v);
+                    // Let the other agents run between the read and the commit: without it a
+                    // memory transaction never interleaves, and a mode that validated nothing
+                    // would pass.
+                    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
                     co_await s.write(k, v + 1);
                   }
                   co_return inc;
