@@ -47,6 +47,9 @@ concept Backend = requires(B& b, const Lease& lease, std::string s, milliseconds
   { b.end_session(id) }
   noexcept;
   { b.commit(req) } -> std::same_as<asio::awaitable<CommitResult>>;
+  // How long storage keeps an applied commit's idempotency record: a commit of unknown outcome is
+  // resent only while the record surely still exists (detail/unknown_outcome.hpp).
+  { std::as_const(b).idempotency_retention() } -> std::same_as<milliseconds>;
 };
 
 /// Optional: a backend whose state operations never wait on I/O (the memory backend) may also offer

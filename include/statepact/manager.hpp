@@ -14,6 +14,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <statepact/backend.hpp>
+#include <statepact/detail/unknown_outcome.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/lease_manager.hpp>
 #include <statepact/observer.hpp>
@@ -114,11 +115,17 @@ class Manager {
   ///
   /// A commit with an idempotency key whose outcome is unknown (CommitUnknownError) is not
   /// re-run: the identical request is resent with backoff until storage answers (a replay means
-  /// the first one was applied), and run() returns fn's value from that attempt. If fn committed
+  /// the first one was applied), and run() returns fn's value from that attempt. Only a refusal
+  /// that proves nothing was applied (Session::resend_commit lists them) lets fn run again; any
+  /// other failure of a resend keeps the outcome unknown. Resends stop once the idempotency
+  /// record may have expired (half the backend's idempotency_retention() after the first send):
+  /// the outcome is then reported unknown, never resolved by running fn again. If fn committed
   /// the session itself and returns a value, that value is gone with the exception, so the
   /// CommitUnknownError propagates and fn is not run again.
   ///
-  /// @throws InvalidArgumentError for bad options, before the first attempt.
+  /// @throws InvalidArgumentError for bad options, before the first attempt; also, with an
+  ///         idempotency key, for a policy whose resends could wait longer in total (the sum of
+  ///         every backoff ceiling) than half the backend's idempotency retention.
   /// @throws Error (any non-retryable one, e.g. LeaseLostError, FenceRequiredError) at once.
   /// @throws Error (the last retryable one: ConflictError, DeadlockError, LockTimeoutError,
   ///         BackendUnavailableError, ...) once max_attempts attempts failed.
@@ -134,6 +141,7 @@ class Manager {
     using R = typename detail::awaitable_value<std::invoke_result_t<F&, Session<B>&>>::type;
     using Slot = std::conditional_t<std::is_void_v<R>, bool, R>;
     const SessionOptions normalized = options.normalized();  // bad options fail before attempt 1
+    if (normalized.idempotency_key()) check_resends_fit(policy);
     for (int attempt = 1;; ++attempt) {
       std::optional<Session<B>> s;
       std::optional<Slot> value;  // fn's result, once fn returned
@@ -198,9 +206,24 @@ class Manager {
     co_await timer.async_wait(asio::use_awaitable);
   }
 
+  // A resend schedule that cannot end inside the resend window could only end in an unknown
+  // outcome: refuse it before anything is sent.
+  void check_resends_fit(const RetryPolicy& policy) const {
+    const milliseconds longest = detail::longest_resend_schedule(
+        policy.max_attempts(), policy.initial_backoff(), policy.multiplier(), policy.max_backoff());
+    const milliseconds window = detail::resend_window(backend_->idempotency_retention());
+    if (longest >= window)
+      throw InvalidArgumentError(fmt::format(
+          "the retry policy may wait {} ms in total between resends of a commit of unknown "
+          "outcome, but resends are only safe for {} ms (half the backend's idempotency retention "
+          "of {} ms): lower max_attempts or max_backoff, or raise the retention",
+          longest.count(), window.count(), backend_->idempotency_retention().count()));
+  }
+
   // Resends the unknown commit of `s` until storage answers. True: applied (now or as a replay).
-  // False: storage refused it with a retryable error (so the first send was not applied either)
-  // and run() may start over. Anything else, or running out of attempts, propagates.
+  // False: storage refused it in a way that proves nothing was applied, with a retryable error
+  // (a conflict), so run() may start over. Anything else, or running out of attempts, propagates
+  // (the session keeps the outcome unknown unless storage refused it).
   static asio::awaitable<bool> resolve(Session<B>& s, const RetryPolicy& policy, int attempt,
                                        Observer* observer, detail::ObserverTimer timer) {
     ErrorCode reason = ErrorCode::commit_unknown;
@@ -213,18 +236,12 @@ class Manager {
       try {
         co_await s.resend_commit();
         co_return true;
-      } catch (const CommitUnknownError&) {
-        if (resend >= policy.max_attempts()) throw;
+      } catch (const CommitUnknownError& e) {
+        // Not retryable: the resend window closed, nothing more may be sent.
+        if (!e.retryable() || resend >= policy.max_attempts()) throw;
         reason = ErrorCode::commit_unknown;
-      } catch (const BackendUnavailableError& e) {
-        reason = ErrorCode::backend_unavailable;
-        // This resend never left, but the first send may stand: the outcome is still unknown.
-        if (resend >= policy.max_attempts())
-          throw CommitUnknownError(
-              fmt::format("the outcome of a commit stays unknown after {} resends ({})", resend,
-                          e.what()),
-              true);
       } catch (const Error& e) {
+        // The session has finished: storage proved neither send was applied.
         if (!e.retryable() || attempt >= policy.max_attempts()) throw;
         refused = true;
         reason = e.code();

@@ -15,6 +15,7 @@
 #include <statepact/backend.hpp>
 #include <statepact/detail/fingerprint.hpp>
 #include <statepact/detail/flat_map.hpp>
+#include <statepact/detail/unknown_outcome.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
 #include <statepact/observer.hpp>
@@ -56,6 +57,7 @@ class Session {
         snapshot_(std::move(other.snapshot_)),
         write_bytes_(other.write_bytes_),
         unresolved_(std::move(other.unresolved_)),
+        resend_window_(other.resend_window_),
         observer_(other.observer_) {}
   Session& operator=(Session&&) = delete;
   Session(const Session&) = delete;
@@ -177,7 +179,12 @@ class Session {
     require_active("commit");
     CommitRequest req = take_request();
     std::optional<CommitRequest> copy;  // what a resend must repeat exactly
-    if (req.idempotency_key) copy = req;
+    if (req.idempotency_key) {
+      copy = req;
+      // Counted from before the send: storage's record cannot be older than this.
+      resend_window_ =
+          detail::ResendWindow(std::chrono::steady_clock::now(), backend_->idempotency_retention());
+    }
     const detail::ObserverTimer timer(observer_);
     const std::size_t writes = req.writes.size();
     state_ = State::failed;  // until storage says otherwise; locks are released below either way
@@ -209,20 +216,41 @@ class Session {
 
   /// Sends the identical commit again (same idempotency key and fingerprint) after commit() threw
   /// CommitUnknownError: if the first one was applied, storage answers with its stored result
-  /// (`replayed`); if not, this one is checked and applied as the first would have been. Another
-  /// CommitUnknownError or BackendUnavailableError leaves the outcome unknown, so it may be called
-  /// again; any other answer finishes the session. Storage remembers an applied commit only for
-  /// its idempotency retention (default 24 h); a resend after that is checked as a new commit.
+  /// (`replayed`); if not, this one is checked and applied as the first would have been.
+  ///
+  /// Only a refusal that proves nothing was applied (ConflictError, LeaseLostError,
+  /// FenceRequiredError, ResourceNotFoundError, InvalidArgumentError, IdempotencyKeyReusedError)
+  /// finishes the session as not applied. Any other failure (a lock or statement timeout, a lost
+  /// connection, an unreadable reply, a server error) may come after the first send was applied,
+  /// so the outcome stays unknown: it is thrown as CommitUnknownError (with the failure in its
+  /// message) and resend_commit() may be called again.
+  ///
+  /// Storage remembers an applied commit only for its idempotency retention (the backend's
+  /// idempotency_retention(), default 24 h) from when it applied it. A resend after that would be
+  /// checked as a new commit, and could apply the first one a second time. So a resend is sent
+  /// only within the first half of the retention, counted on the local steady clock from just
+  /// before the first send (the other half covers clock rate differences and the time a request
+  /// takes to arrive); after that resend_commit() sends nothing and throws a CommitUnknownError
+  /// that is not retryable.
   /// @throws UsageError unless outcome_unknown() is true.
-  /// @throws CommitUnknownError, BackendUnavailableError: still unknown, may be resent.
-  /// @throws ConflictError, LeaseLostError, ... (as commit()): refused, so the first send was not
-  ///         applied either.
+  /// @throws CommitUnknownError: still unknown. retryable() is false once the resend window has
+  ///         closed (nothing was sent).
+  /// @throws ConflictError, LeaseLostError, ... (the refusals above): the first send was not
+  ///         applied either; the session is finished.
+  /// Cancellation (std::system_error(asio::error::operation_aborted)) leaves the outcome unknown.
   asio::awaitable<CommitResult> resend_commit() {
     if (state_ != State::unknown)
       throw UsageError(fmt::format(
           "resend_commit() on a session of agent '{}' whose commit outcome is not unknown; only a "
           "commit with an idempotency key that threw CommitUnknownError can be resent",
           options_.agent_id()));
+    if (!resend_window_.open(std::chrono::steady_clock::now()))
+      throw CommitUnknownError(
+          fmt::format("the outcome of the commit of agent '{}' stays unknown: its idempotency "
+                      "record may have expired (retention {} ms from the first send), so a resend "
+                      "could apply it twice; read the state to find out",
+                      options_.agent_id(), backend_->idempotency_retention().count()),
+          false);
     const detail::ObserverTimer timer(observer_);
     const std::size_t writes = unresolved_->writes.size();
     try {
@@ -235,15 +263,19 @@ class Session {
     } catch (const CommitUnknownError&) {
       observe_commit(CommitOutcome::unknown, writes, true, timer);
       throw;
-    } catch (const BackendUnavailableError&) {
-      observe_commit(CommitOutcome::failed, writes, true, timer);
-      throw;  // nothing was sent: still unknown
-    } catch (...) {
-      state_ = State::failed;
-      unresolved_.reset();
-      if (observer_)
-        observe_commit(detail::commit_outcome(std::current_exception()), writes, true, timer);
-      throw;
+    } catch (const Error& e) {
+      if (detail::proves_not_applied(e.code())) {
+        state_ = State::failed;
+        unresolved_.reset();
+        if (observer_)
+          observe_commit(detail::commit_outcome(std::current_exception()), writes, true, timer);
+        throw;
+      }
+      observe_commit(CommitOutcome::unknown, writes, true, timer);
+      throw CommitUnknownError(
+          fmt::format("the outcome of a commit stays unknown: its resend failed with {} ({})",
+                      to_string(e.code()), e.what()),
+          true);
     }
   }
 
@@ -482,6 +514,7 @@ class Session {
   std::optional<std::vector<ResourceSnapshot>> snapshot_;  // sorted by resource
   std::size_t write_bytes_ = 0;                            // JSON size of the buffered writes
   std::optional<CommitRequest> unresolved_;                // State::unknown: what to resend
+  detail::ResendWindow resend_window_;                     // State::unknown: until when
   Observer* observer_ = nullptr;                           // not owned; may be null
 };
 

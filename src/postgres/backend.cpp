@@ -270,6 +270,10 @@ PostgresBackend::PostgresBackend(asio::any_io_executor ex, std::string url, Post
 
 PostgresBackend::~PostgresBackend() = default;
 
+milliseconds PostgresBackend::idempotency_retention() const {
+  return impl_->options.idempotency_retention();
+}
+
 std::size_t PostgresBackend::open_sessions() const {
   std::lock_guard guard(impl_->mu);
   return impl_->open.size();

@@ -478,6 +478,10 @@ void RedisBackend::end_session(SessionId session) noexcept {
   }
 }
 
+milliseconds RedisBackend::idempotency_retention() const {
+  return impl_->options.idempotency_retention();
+}
+
 asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
   detail::validate_commit(req);
   auto impl = impl_;

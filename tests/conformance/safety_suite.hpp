@@ -139,6 +139,128 @@ TEMPLATE_LIST_TEST_CASE("a session resends a commit of unknown outcome on reques
   });
 }
 
+TEMPLATE_LIST_TEST_CASE("a resend that waits for a lock keeps the commit's outcome unknown",
+                        "[conformance][safety][idempotency]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex);
+    sp::test::FaultyBackend<B> faulty(fx.backend());
+    sp::Manager<sp::test::FaultyBackend<B>> m(faulty);
+    const auto r = co_await safety::make_resource(m, fx.resource("unknown-locked"), R"({"n": 0})");
+    int calls = 0;
+    auto increment = [&](sp::Session<sp::test::FaultyBackend<B>>& s) -> asio::awaitable<int> {
+      ++calls;
+      auto n = safety::as_int(co_await s.read("n"));
+      co_await s.write("n", n + 1);
+      co_return n + 1;
+    };
+    // Applied, its reply lost; the resends then wait for the idempotency key's lock, which the
+    // first commit still holds (a synchronous standby that does not answer), and time out.
+    faulty.commits_applied_then_unknown = 1;
+    faulty.commits_failing = 2;
+    faulty.commit_failure = std::make_exception_ptr(sp::LockTimeoutError("test: lock_timeout"));
+    int v = co_await m.run(
+        sp::SessionOptions("agent").resource(r).idempotency_key(fx.resource("locked-1")), increment,
+        safety::quick());
+    CHECK(v == 1);
+    CHECK(calls == 1);  // never run again while the first commit may stand
+    CHECK(faulty.commits_sent == 4);
+    auto after = co_await fx.backend().read(r, "n");
+    CHECK(after.value == sp::Value(1));
+    CHECK(after.version == 1);
+
+    // Resends that keep timing out: unknown, never LockTimeoutError, and fn ran once.
+    calls = 0;
+    faulty.commits_applied_then_unknown = 1;
+    faulty.commits_failing = 100;
+    auto unknown = co_await sp::test::thrown<sp::CommitUnknownError>([&] {
+      return m.run(sp::SessionOptions("agent").resource(r).idempotency_key(fx.resource("locked-2")),
+                   increment, safety::quick().max_attempts(3));
+    });
+    CHECK(unknown);
+    CHECK(calls == 1);
+    faulty.commits_failing = 0;
+
+    // The same through a session: the resend's lock timeout is an unknown outcome, resendable.
+    faulty.commits_applied_then_unknown = 1;
+    faulty.commits_failing = 1;
+    auto s = co_await m.session(
+        sp::SessionOptions("agent").resource(r).idempotency_key(fx.resource("locked-3")));
+    co_await s.write("n", 9);
+    auto lost = co_await sp::test::thrown<sp::CommitUnknownError>([&] { return s.commit(); });
+    CHECK(lost);
+    auto still =
+        co_await sp::test::thrown<sp::CommitUnknownError>([&] { return s.resend_commit(); });
+    REQUIRE(still);
+    CHECK(still->retryable());
+    CHECK(s.outcome_unknown());
+    auto resent = co_await s.resend_commit();
+    CHECK(resent.replayed);
+  });
+}
+
+TEMPLATE_LIST_TEST_CASE("no resend once the idempotency record may have expired",
+                        "[conformance][safety][idempotency]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex);
+    sp::test::FaultyBackend<B> faulty(fx.backend());
+    sp::Manager<sp::test::FaultyBackend<B>> m(faulty);
+    const auto r = co_await safety::make_resource(m, fx.resource("unknown-late"), R"({"n": 0})");
+    int calls = 0;
+    auto increment = [&](sp::Session<sp::test::FaultyBackend<B>>& s) -> asio::awaitable<int> {
+      ++calls;
+      auto n = safety::as_int(co_await s.read("n"));
+      co_await s.write("n", n + 1);
+      co_return n + 1;
+    };
+    // Storage keeps records 400 ms here: resends are safe for 200 ms after the first send. The
+    // first commit is applied, and its loss is reported only 250 ms later.
+    faulty.retention = 400ms;
+    faulty.commits_applied_then_unknown = 1;
+    faulty.lost_reply_delay = 250ms;
+    auto late = co_await sp::test::thrown<sp::CommitUnknownError>([&] {
+      return m.run(sp::SessionOptions("agent").resource(r).idempotency_key(fx.resource("late-1")),
+                   increment, safety::quick());
+    });
+    REQUIRE(late);
+    CHECK(!late->retryable());
+    CHECK(calls == 1);
+    CHECK(faulty.commits_sent == 1);  // nothing resent
+    auto after = co_await fx.backend().read(r, "n");
+    CHECK(after.version == 1);
+
+    // The same through a session: the resend is refused without being sent.
+    faulty.commits_applied_then_unknown = 1;
+    auto s = co_await m.session(
+        sp::SessionOptions("agent").resource(r).idempotency_key(fx.resource("late-2")));
+    co_await s.write("n", 5);
+    auto lost = co_await sp::test::thrown<sp::CommitUnknownError>([&] { return s.commit(); });
+    CHECK(lost);
+    const int sent = faulty.commits_sent;
+    auto refused =
+        co_await sp::test::thrown<sp::CommitUnknownError>([&] { return s.resend_commit(); });
+    REQUIRE(refused);
+    CHECK(!refused->retryable());
+    CHECK(faulty.commits_sent == sent);
+    CHECK(s.outcome_unknown());
+    faulty.lost_reply_delay = 0ms;
+
+    // A policy whose resends could outlast the window is refused before anything runs.
+    calls = 0;
+    auto bad = co_await sp::test::thrown<sp::InvalidArgumentError>([&] {
+      return m.run(sp::SessionOptions("agent").resource(r).idempotency_key(fx.resource("late-3")),
+                   increment, sp::RetryPolicy().initial_backoff(50ms).max_backoff(100ms));
+    });
+    CHECK(bad);
+    CHECK(calls == 0);
+    // Without a key nothing is resent, so the same policy is fine.
+    int v = co_await m.run(sp::SessionOptions("agent").resource(r), increment,
+                           sp::RetryPolicy().initial_backoff(50ms).max_backoff(100ms));
+    CHECK(v == 6);  // 1 from late-1, 5 written by late-2 (applied), then this increment
+  });
+}
+
 TEMPLATE_LIST_TEST_CASE("hold survives a renewal that fails once with a foreign error",
                         "[conformance][safety][hold]", ConformanceFixtures) {
   sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {

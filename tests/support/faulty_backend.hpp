@@ -1,14 +1,20 @@
 // A backend that wraps another and injects the faults a real transport shows: a commit applied
 // whose reply is lost, a commit lost before it reached storage, and renewals that throw what a
-// server answers while it restarts. Everything else is passed through unchanged.
+// server answers while it restarts; a resend that fails as a commit waiting for a lock does; and a
+// retention shorter than the inner backend's. Everything else is passed through unchanged.
 #pragma once
 
+#include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <statepact/backend.hpp>
 #include <statepact/errors.hpp>
@@ -23,7 +29,11 @@ class FaultyBackend {
   int commits_applied_then_unknown = 0;  // the next n commits are applied, then reported unknown
   int commits_lost_unknown = 0;          // the next n commits never arrive, reported unknown
   int commits_unavailable = 0;  // after those, the next n find the server down: nothing sent
-  int renewals_failing = 0;     // the next n renewals throw renewal_failure's text
+  int commits_failing = 0;      // after those, the next n throw commit_failure: nothing applied
+  std::exception_ptr commit_failure;
+  milliseconds lost_reply_delay{0};       // how long a commit whose reply is lost takes to fail
+  std::optional<milliseconds> retention;  // what idempotency_retention() claims; unset: inner's
+  int renewals_failing = 0;               // the next n renewals throw renewal_failure's text
   std::string renewal_failure = "LOADING Redis is loading the dataset in memory";
   int commits_sent = 0;
   int renewals_sent = 0;
@@ -83,10 +93,23 @@ class FaultyBackend {
       --commits_unavailable;
       throw BackendUnavailableError("test: the server is down");
     }
+    if (!lose_reply && commits_failing > 0) {
+      --commits_failing;
+      std::rethrow_exception(commit_failure);
+    }
     if (lose_reply) --commits_applied_then_unknown;
     CommitResult result = co_await inner_->commit(std::move(req));
-    if (lose_reply) throw CommitUnknownError("test: the commit's reply was lost", keyed);
+    if (lose_reply) {
+      if (lost_reply_delay > milliseconds::zero()) {
+        asio::steady_timer t(co_await asio::this_coro::executor, lost_reply_delay);
+        co_await t.async_wait(asio::use_awaitable);
+      }
+      throw CommitUnknownError("test: the commit's reply was lost", keyed);
+    }
     co_return result;
+  }
+  milliseconds idempotency_retention() const {
+    return retention.value_or(inner_->idempotency_retention());
   }
 
  private:

@@ -60,3 +60,41 @@ TEST_CASE("lost reply: reads, writes and statements of a transaction", "[lost_re
        {d::LostReply::write(), d::LostReply::in_transaction(), d::LostReply::commit(true)})
     CHECK_FALSE(request.resendable());
 }
+
+#include <statepact/detail/unknown_outcome.hpp>
+
+TEST_CASE("unknown outcome: only a refusal made before anything is written ends it",
+          "[lost_reply][unknown_outcome]") {
+  using C = sp::ErrorCode;
+  for (C c : {C::conflict, C::lease_lost, C::fence_required, C::resource_not_found,
+              C::invalid_argument, C::idempotency_key_reused})
+    CHECK(d::proves_not_applied(c));
+  // A lock wait or a deadlock on a resend may come while the first send holds its locks, applied.
+  for (C c : {C::deadlock, C::lock_timeout, C::backend_unavailable, C::commit_unknown,
+              C::lease_not_available, C::configuration})
+    CHECK_FALSE(d::proves_not_applied(c));
+}
+
+TEST_CASE("unknown outcome: a resend starts only in the first half of the retention",
+          "[lost_reply][unknown_outcome]") {
+  using steady = std::chrono::steady_clock;
+  const steady::time_point sent{std::chrono::hours(5)};
+  const d::ResendWindow window(sent, std::chrono::milliseconds(1000));
+  CHECK(window.open(sent));
+  CHECK(window.open(sent + std::chrono::milliseconds(499)));
+  CHECK_FALSE(window.open(sent + std::chrono::milliseconds(500)));
+  CHECK_FALSE(window.open(sent + std::chrono::hours(1)));
+  CHECK_FALSE(d::ResendWindow().open(steady::now()));  // no first send: nothing to resend
+}
+
+TEST_CASE("unknown outcome: the longest resend schedule is the sum of the backoff ceilings",
+          "[lost_reply][unknown_outcome]") {
+  using std::chrono::milliseconds;
+  CHECK(d::longest_resend_schedule(5, milliseconds(10), 2.0, milliseconds(1000)) ==
+        milliseconds(10 + 20 + 40 + 80 + 160));
+  CHECK(d::longest_resend_schedule(4, milliseconds(10), 2.0, milliseconds(30)) ==
+        milliseconds(10 + 20 + 30 + 30));
+  // An hour's cap over many attempts: far past a one-hour retention, and no overflow.
+  CHECK(d::longest_resend_schedule(1000000, milliseconds(3600000), 2.0, milliseconds(3600000)) >
+        std::chrono::hours(24 * 365));
+}

@@ -86,6 +86,8 @@ class MemoryBackend {
 
   /// The backend's clock now: MemoryOptions::clock, or `Clock::now()` without one.
   time_point now() const { return options_.clock() ? options_.clock()() : Clock::now(); }
+  /// How long an applied idempotent commit is remembered (MemoryOptions::idempotency_retention).
+  milliseconds idempotency_retention() const { return options_.idempotency_retention(); }
 
   // ---- leases and fencing -------------------------------------------------------------------
 

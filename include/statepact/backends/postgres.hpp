@@ -286,6 +286,9 @@ class PostgresBackend {
 
   /// Pessimistic sessions currently open (for tests and monitoring).
   std::size_t open_sessions() const;
+  /// How long an applied idempotent commit is remembered
+  /// (PostgresOptions::idempotency_retention).
+  milliseconds idempotency_retention() const;
 
   /// The implementation (src/postgres/); not part of the API.
   class Impl;

@@ -343,6 +343,8 @@ class RedisBackend {
   /// commit was sent: it may have been applied (retryable only with an idempotency key).
   /// Cancelling the awaiting coroutine does not stop a commit already sent: it may still apply.
   asio::awaitable<CommitResult> commit(CommitRequest req);
+  /// How long an applied idempotent commit is remembered (RedisOptions::idempotency_retention).
+  milliseconds idempotency_retention() const;
 
  private:
   std::shared_ptr<detail::RedisImpl> impl_;
