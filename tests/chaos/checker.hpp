@@ -162,10 +162,14 @@ inline void tokens(const History& h, std::vector<Anomaly>& out) {
 // Clocks: both sides are storage's clock as its replies report it: the older lease's expires_us
 // and the newer one's expires_us - ttl_ms (its grant time). Nothing is compared with a client's
 // clock. Conservative, so a correct system never fails it:
+// - while storage's clock only moves forward, every newer grant is judged (grants happen in token
+//   order, so each is no earlier than the first grant after the older lease). When it stepped back
+//   (clock-jump-server with negative seconds) between the older lease's invocation and the newer
+//   grant's completion, an expired lease superseded before the step stays ended although the clock
+//   reads an earlier time again: only the very next token (t + 1) is judged then;
 // - the older lease's expiry is the one its grant reported; a renewal (a hold's) only moves it
-//   later while storage's clock moves forward, so a renewed lease is not judged when the clock
-//   stepped back (clock-jump-server with negative seconds) between its invocation and the newer
-//   grant's completion;
+//   later while storage's clock moves forward, so a renewed lease is not judged at all across a
+//   backward step (a renewal after it may shorten the lease);
 // - any release of the older token invoked before the newer grant completed counts as done
 //   unless it answered "not released" (a failed one may have been applied: lease writes with a
 //   lost reply are BackendUnavailableError); a hold's release follows its body's last event, so
@@ -204,7 +208,7 @@ inline void mutual_exclusion(const History& h, std::vector<Anomaly>& out) {
         auto rl = released.find({resource, a.token});
         if (rl != released.end() && rl->second < b.completed_ns) continue;
         if (a.hold && a.last_event_ns < b.completed_ns) continue;
-        if (a.hold &&
+        if ((a.hold || b.token != a.token + 1) &&
             fault_during(h, "clock-jump-server", a.invoked_ns, b.completed_ns, std::nullopt, true))
           continue;
         out.push_back(

@@ -431,6 +431,18 @@ TEST_CASE("checker: two owners never hold a lease at once, by storage's clock",
       .fault("clock-jump-server", "end", 6)
       .op(2, "acquire", lease_args("b"), "ok", granted(2, 1600, 500), 10);
   CHECK(kinds(stepped.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+
+  // Storage's clock stepped forward 2 s (a's lease expired early and token 2 was granted and
+  // released), then back 2 s: token 4 is granted at a time before a's expiry, but a's lease was
+  // superseded already. Only the very next token is judged across a backward step.
+  Recorder superseded;
+  superseded.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 3100, 500), 4)
+      .op(2, "release", {{"resource", "r"}, {"token", 2}}, "ok", {{"released", true}}, 6)
+      .fault("clock-jump-server", "start", 7, {{"seconds", -2}})
+      .fault("clock-jump-server", "end", 8)
+      .op(3, "acquire", lease_args("c"), "ok", granted(4, 1200, 500), 10);
+  CHECK(superseded.anomalies().empty());
 }
 
 namespace {
