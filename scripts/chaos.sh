@@ -107,7 +107,6 @@ for n in "${nemeses[@]}"; do
     exit 2
   fi
 done
-enabled() { [[ " ${nemeses[*]} " == *" $1 "* ]]; }
 
 ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}" faketime
 
