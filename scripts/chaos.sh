@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fault injection: runs every workload of tests/chaos against a private server while nemeses pause
 # and kill clients, kill and restart the server, cut connections, slow down and partition the
-# network (through two TCP relays) and skew clocks, then checks the recorded history
+# network (through two TCP relays) and step the server's clock, then checks the recorded history
 # (docs/reliability.md). Exits non-zero on any anomaly and keeps that run's histories.
 #
 #   bash scripts/chaos.sh postgres|redis|all|memory [SECONDS]     (default 60 seconds)
@@ -17,9 +17,11 @@
 #                                 (the two relays listen on the next two ports)
 #   STATEPACT_CHAOS_NEMESES       the faults to inject, comma-separated (default: all of
 #                                 pause-client,kill-client,kill-server,kill-connections,net-latency,
-#                                 net-drop,net-partition,clock-jump-server,clock-skew-client;
+#                                 net-drop,net-partition,clock-jump-server;
 #                                 clock-jump-server is PostgreSQL only: libfaketime cannot start
-#                                 inside redis-server, whose jemalloc reads the clock first)
+#                                 inside redis-server, whose jemalloc reads the clock first;
+#                                 memory runs have pause-client,kill-client,clock-jump-server,
+#                                 net-latency,net-partition,lose-replies,late-replies)
 #   STATEPACT_CHAOS_KEEP=1        keep the histories of a clean run too
 #   STATEPACT_CHAOS_BUILD_DIR     a configured build tree to build the programs in (default build/chaos)
 #   STATEPACT_CHAOS_CLIENT_WRAPPER  a command the workload clients run under, split at spaces, such
@@ -84,7 +86,7 @@ export STATEPACT_PG_PORT=${STATEPACT_CHAOS_PG_PORT:-55532}
 RANDOM=$seed
 
 all_nemeses=(pause-client kill-client kill-server kill-connections net-latency net-drop net-partition
-  clock-jump-server clock-skew-client)
+  clock-jump-server)
 default_nemeses=("${all_nemeses[@]}")
 [ "$backend" = redis ] && default_nemeses=("${all_nemeses[@]/clock-jump-server/}")
 IFS=, read -r -a nemeses <<<"${STATEPACT_CHAOS_NEMESES:-$(
@@ -92,7 +94,9 @@ IFS=, read -r -a nemeses <<<"${STATEPACT_CHAOS_NEMESES:-$(
   echo "${default_nemeses[*]}"
 )}"
 nemeses=($(printf '%s\n' "${nemeses[@]}" | grep -v '^$'))
+# The memory run's own nemeses are checked by the client program.
 for n in "${nemeses[@]}"; do
+  [ "$backend" != memory ] || break
   [[ " ${all_nemeses[*]} " == *" $n "* ]] || {
     echo "chaos.sh: unknown nemesis '$n' in STATEPACT_CHAOS_NEMESES (known: ${all_nemeses[*]})" >&2
     exit 2
@@ -103,7 +107,6 @@ for n in "${nemeses[@]}"; do
     exit 2
   fi
 done
-enabled() { [[ " ${nemeses[*]} " == *" $1 "* ]]; }
 
 ensure_packages "${STATEPACT_BUILD_PACKAGES[@]}" "${STATEPACT_BACKEND_PACKAGES[@]}" faketime
 
@@ -168,13 +171,16 @@ check_and_exit() {
 
 if [ "$backend" = memory ]; then
   # Storage lives in the client process: one process runs every client on its own thread, and its
-  # nemesis pauses and kills clients and jumps the backend's clock (docs/reliability.md).
+  # nemesis pauses and kills clients, steps the backend's clock, and slows, stalls and loses
+  # replies on the clients' links (docs/reliability.md).
   start_s=$(date +%s)
-  echo "==> memory: 4 workloads x $clients_per_workload clients for ${duration}s, seed $seed"
+  echo "==> memory: 5 workloads x $clients_per_workload clients for ${duration}s, seed $seed"
   memory_status=0
+  memory_nemeses=()
+  [ -z "${STATEPACT_CHAOS_NEMESES:-}" ] || memory_nemeses=(--nemeses "$STATEPACT_CHAOS_NEMESES")
   timeout $((duration + 180)) "${client_wrapper[@]}" "$client_bin" memory --dir "$history" \
-    --duration "$duration" --seed "$seed" --clients "$clients_per_workload" 2>>"$history/clients.log" ||
-    memory_status=$?
+    --duration "$duration" --seed "$seed" --clients "$clients_per_workload" "${memory_nemeses[@]}" \
+    2>>"$history/clients.log" || memory_status=$?
   if [ $memory_status -ne 0 ]; then
     echo "==> memory: the client process exited with status $memory_status (see $history/clients.log)" >&2
     harness_failures=$((harness_failures + 1))
@@ -182,8 +188,9 @@ if [ "$backend" = memory ]; then
   check_and_exit
 fi
 
-# The server's clock: libfaketime reads this offset (seconds, only ever growing) at most a second
-# after it changes; the clock-jump-server nemesis moves it forward so leases expire early.
+# The server's clock: libfaketime reads this offset (seconds) at most a second after it changes; the
+# clock-jump-server nemesis steps it forward (leases expire early) or back (an NTP step: storage's
+# clock reads an earlier time again).
 # CLOCK_MONOTONIC stays real everywhere: the history's order is measured on it.
 server_clock="$history/server-clock"
 server_offset=0
@@ -269,29 +276,20 @@ now_s() { date +%s; }
 start_s=$(now_s)
 end_s=$((start_s + duration))
 
-workloads=(fenced-log bank list-append increments)
+workloads=(fenced-log bank list-append increments holds)
 resources_of() { # workload -> resources
-  case $1 in fenced-log) echo 3 ;; bank) echo 3 ;; list-append) echo 3 ;; increments) echo 1 ;; esac
+  case $1 in fenced-log) echo 3 ;; bank) echo 3 ;; list-append) echo 3 ;; increments) echo 1 ;; holds) echo 2 ;; esac
 }
 keys_of() {
   case $1 in bank) echo 8 ;; list-append) echo 6 ;; *) echo 1 ;; esac
 }
 
-start_client() { # workload [skew]
-  local w=$1 id=$next_client remaining skew=()
+start_client() { # workload
+  local w=$1 id=$next_client remaining
   next_client=$((next_client + 1))
   remaining=$((end_s - $(now_s)))
   [ "$remaining" -ge 1 ] || return 0
-  # A client with a wall clock far off: storage decides expiry, so it must not matter. A quarter of
-  # the first clients start so, and the clock-skew-client nemesis replaces a client by such a one.
-  if [ "${2:-}" = skew ] || { [ "${2:-}" = maybe ] && enabled clock-skew-client && [ $((RANDOM % 4)) -eq 0 ]; }; then
-    local offset="+$((1 + RANDOM % 48))h"
-    [ $((RANDOM % 2)) -eq 0 ] || offset=${offset/+/-}
-    skew=(env LD_PRELOAD="$libfaketime" FAKETIME="$offset" FAKETIME_DONT_FAKE_MONOTONIC=1)
-    log_fault clock-skew-client start "{\"client\": $id, \"offset\": \"$offset\"}"
-    log_fault clock-skew-client end
-  fi
-  "${skew[@]}" "${client_wrapper[@]}" "$client_bin" --backend "$backend" --url "${relay_url[$((id % 2))]}" \
+  "${client_wrapper[@]}" "$client_bin" --backend "$backend" --url "${relay_url[$((id % 2))]}" \
     --workload "$w" --client "$id" --duration "$remaining" --seed "$seed" --resources "$(resources_of "$w")" \
     --keys "$(keys_of "$w")" --history "$history/client-$id.jsonl" 2>>"$history/clients.log" &
   client_pid[$id]=$!
@@ -362,14 +360,6 @@ nemesis() {
   local kind id pid ms n r mode
   kind=${nemeses[$((RANDOM % ${#nemeses[@]}))]}
   case $kind in
-    clock-skew-client)
-      # A client is replaced by one whose wall clock is hours off (start_client logs the fault).
-      id=$(random_client) || return 0
-      kill -KILL "${client_pid[$id]}" 2>/dev/null || true
-      wait "${client_pid[$id]}" 2>/dev/null || true
-      unset "client_pid[$id]"
-      start_client "${client_workload[$id]}" skew
-      ;;
     pause-client)
       id=$(random_client) || return 0
       pid=${client_pid[$id]}
@@ -427,11 +417,18 @@ nemesis() {
       log_fault "$kind" end
       ;;
     clock-jump-server)
-      # Forward only, past every lease ttl: leases expire early, and stale writers must still fail.
+      # 1-5 s, past every fenced-log ttl, forward or back: forward, leases expire early and stale
+      # writers must still fail; back, storage's clock reads earlier times again, and a token must
+      # still never be issued twice nor a live lease taken.
       n=$((1 + RANDOM % 5))
+      [ $((RANDOM % 2)) -eq 0 ] || n=$((-n))
       server_offset=$((server_offset + n))
       log_fault "$kind" start "{\"seconds\": $n, \"offset\": $server_offset}"
-      echo "+$server_offset" >"$server_clock.tmp"
+      if [ "$server_offset" -lt 0 ]; then
+        echo "$server_offset" >"$server_clock.tmp"
+      else
+        echo "+$server_offset" >"$server_clock.tmp"
+      fi
       mv "$server_clock.tmp" "$server_clock"
       sleep_ms 1100 # libfaketime rereads the offset within a second
       log_fault "$kind" end
@@ -442,7 +439,7 @@ nemesis() {
 echo "==> $backend: ${#workloads[@]} workloads x $clients_per_workload clients for ${duration}s," \
   "seed $seed$([ "$backend" = redis ] && echo ", redis $redis_extra")"
 for w in "${workloads[@]}"; do
-  for _ in $(seq 1 "$clients_per_workload"); do start_client "$w" maybe; done
+  for _ in $(seq 1 "$clients_per_workload"); do start_client "$w"; done
 done
 
 while [ "$(now_s)" -lt "$end_s" ]; do
@@ -480,6 +477,7 @@ echo "==> final reads"
 server_start # idempotent: makes sure the server answers
 final_id=900000
 for w in "${workloads[@]}"; do
+  [ "$w" != holds ] || continue # its checks need no final state
   timeout 120 "$client_bin" --backend "$backend" --url "$url" --workload "$w" --client $final_id \
     --seed "$seed" --resources "$(resources_of "$w")" --keys "$(keys_of "$w")" \
     --history "$history/final-$w.jsonl" --final 2>>"$history/clients.log" || {

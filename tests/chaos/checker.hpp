@@ -1,19 +1,32 @@
 // Decides whether a recorded history could have happened in a correct system, and names every
 // anomaly it finds. Pure code over a History (history.hpp); each workload's operations:
 //
-//   acquire   args {resource, owner}            ret {token}
+//   acquire   args {resource, owner}            ret {token, expires_us, ttl_ms}
+//   release   args {resource, token}            ret {released}
+//   revoke    args {resource}
 //   append    args {resource, token, n}                         (the fenced log)
 //   read      args {resource}                   ret {entries: [[client, token, n], ...]}
 //   bank_read                                   ret {total_expected, balances: {account: n}}
 //   increment args {id}                                         (idempotent, through run())
-//   counter   (a final read)                    ret {counter, applied: [id, ...]}
-//   txn       args {mops}                       ret {mops}      (list append, Elle-style)
+//   counter   (a final read)                    ret {counter, applied: [id, ...], version}
+//   txn       args {mops, isolation}            ret {mops}      (list append, Elle-style)
 //             mops: [["append", key, value] | ["r", key, null or [values]]]
+//   hold      args {resource, owner, ttl_ms}                    (LeaseManager::hold() around a
+//                                                               body that records these events:)
+//   hold_start  event {resource, owner, token, expires_us, ttl_ms}  the body started
+//   hold_act    event {resource, token, n, expires_us}              the body acted
+//   hold_end    event {resource, token}                             the body ended
+//
+// expires_us is a lease's expiry by storage's clock (microseconds since the epoch), as the reply
+// reported it; ttl_ms the ttl the reply reported, so expires_us - ttl_ms is storage's clock when it
+// granted the lease. Faults a check looks at: pause-client {client}, clock-jump-server {seconds}
+// (negative: the clock stepped back).
 #pragma once
 
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -33,45 +46,220 @@ inline std::string describe(const Operation& o) {
                      to_string(o.result));
 }
 
+// One lease the history shows granted: an ok acquire, or a hold() body's start (its acquisition
+// was invoked with the hold and completed at the latest when the body started).
+struct Grant {
+  const Operation* op = nullptr;    // the acquire, or the hold_start event
+  const Operation* hold = nullptr;  // the enclosing hold, for a hold
+  std::string resource, owner;
+  std::uint64_t token = 0;
+  std::int64_t invoked_ns = 0, completed_ns = 0;
+  std::optional<std::int64_t> expires_us, ttl_ms;  // by storage's clock, from the reply
+  std::int64_t last_event_ns = 0;                  // a hold: its body's last event
+};
+
+// Every grant, in invocation order.
+inline std::vector<Grant> grants(const History& h) {
+  std::vector<Grant> out;
+  std::map<int, std::vector<const Operation*>> holds;  // per client, in invocation order
+  for (const auto& o : h.operations)
+    if (o.op == "hold") holds[o.client].push_back(&o);
+  auto optional_int = [](const json& j, const char* name) -> std::optional<std::int64_t> {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<std::int64_t>();
+  };
+  std::map<std::pair<std::string, std::uint64_t>, std::size_t> hold_grant;
+  for (const auto& o : h.operations) {
+    const bool acquire = o.op == "acquire" && o.result == Result::ok;
+    if (!acquire && o.op != "hold_start") continue;
+    const json& j = acquire ? o.ret : o.args;
+    Grant g;
+    g.op = &o;
+    g.resource = o.args.at("resource").get<std::string>();
+    g.owner = o.args.value("owner", std::string());
+    g.token = j.at("token").get<std::uint64_t>();
+    g.invoked_ns = o.invoked_ns;
+    g.completed_ns = g.last_event_ns = o.completed_ns;
+    g.expires_us = optional_int(j, "expires_us");
+    g.ttl_ms = optional_int(j, "ttl_ms");
+    if (!acquire) {
+      // The hold this body ran in: the client's last one invoked before the body started.
+      for (const Operation* hold : holds[o.client])
+        if (hold->invoked_ns <= o.invoked_ns) g.hold = hold;
+      if (g.hold) g.invoked_ns = g.hold->invoked_ns;
+      hold_grant[{g.resource, g.token}] = out.size();
+    }
+    out.push_back(std::move(g));
+  }
+  for (const auto& o : h.operations)
+    if (o.op == "hold_act" || o.op == "hold_end") {
+      auto it = hold_grant.find(
+          {o.args.at("resource").get<std::string>(), o.args.at("token").get<std::uint64_t>()});
+      if (it != hold_grant.end())
+        out[it->second].last_event_ns = std::max(out[it->second].last_event_ns, o.invoked_ns);
+    }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Grant& a, const Grant& b) { return a.invoked_ns < b.invoked_ns; });
+  return out;
+}
+
+// Whether a fault of `kind` (and, if given, of that client) was going on at some time in [from,
+// to]; an open fault lasts to the end.
+inline bool fault_during(const History& h, const std::string& kind, std::int64_t from,
+                         std::int64_t to, std::optional<int> client = std::nullopt,
+                         bool backward_only = false) {
+  for (const auto& f : h.faults) {
+    if (f.kind != kind) continue;
+    if (client && f.args.value("client", -1) != *client) continue;
+    if (backward_only && f.args.value("seconds", 0) >= 0) continue;
+    if (f.start_ns <= to && f.end_ns.value_or(INT64_MAX) >= from) return true;
+  }
+  return false;
+}
+
 namespace check {
 
 // Tokens per resource: none issued twice, and an acquisition that completed before another was
 // invoked holds the smaller token.
 inline void tokens(const History& h, std::vector<Anomaly>& out) {
-  std::map<std::string, std::vector<const Operation*>> by_resource;
-  for (const auto& o : h.operations)
-    if (o.op == "acquire" && o.result == Result::ok)
-      by_resource[o.args.at("resource").get<std::string>()].push_back(&o);
-  for (auto& [resource, ops] : by_resource) {
-    std::map<std::uint64_t, const Operation*> seen;
-    for (const Operation* o : ops) {
-      const auto token = o->ret.at("token").get<std::uint64_t>();
-      auto [it, fresh] = seen.emplace(token, o);
+  std::map<std::string, std::vector<Grant>> by_resource;
+  for (auto& g : grants(h)) by_resource[g.resource].push_back(std::move(g));
+  for (auto& [resource, gs] : by_resource) {
+    std::map<std::uint64_t, const Grant*> seen;
+    for (const Grant& g : gs) {
+      auto [it, fresh] = seen.emplace(g.token, &g);
       if (!fresh)
         out.push_back(
             {"token-reused", fmt::format("resource '{}': token {} issued to {} and to {}", resource,
-                                         token, describe(*it->second), describe(*o))});
+                                         g.token, describe(*it->second->op), describe(*g.op))});
     }
     // Sweep in invocation order, keeping the largest token completed before each invocation.
-    std::vector<const Operation*> by_completion = ops;
+    std::vector<const Grant*> by_completion;
+    for (const Grant& g : gs) by_completion.push_back(&g);
     std::sort(by_completion.begin(), by_completion.end(),
               [](auto* a, auto* b) { return a->completed_ns < b->completed_ns; });
     std::size_t done = 0;
-    const Operation* top = nullptr;
-    for (const Operation* o : ops) {  // ops are in invocation order
-      while (done < by_completion.size() && by_completion[done]->completed_ns < o->invoked_ns) {
-        const Operation* c = by_completion[done++];
-        if (!top ||
-            c->ret.at("token").get<std::uint64_t>() > top->ret.at("token").get<std::uint64_t>())
-          top = c;
+    const Grant* top = nullptr;
+    for (const Grant& g : gs) {  // in invocation order
+      while (done < by_completion.size() && by_completion[done]->completed_ns < g.invoked_ns) {
+        const Grant* c = by_completion[done++];
+        if (!top || c->token > top->token) top = c;
       }
-      if (top &&
-          top->ret.at("token").get<std::uint64_t>() >= o->ret.at("token").get<std::uint64_t>())
+      if (top && top->token >= g.token)
         out.push_back({"token-order",
                        fmt::format("resource '{}': {} got a token not above {}, which completed "
                                    "before it was invoked",
-                                   resource, describe(*o), describe(*top))});
+                                   resource, describe(*g.op), describe(*top->op))});
     }
+  }
+}
+
+// Two owners never hold a lease at once: a lease granted with a newer token was granted, by
+// storage's clock, no earlier than the older lease's expiry, unless the older one may have been
+// released or revoked before the newer grant completed.
+//
+// Clocks: both sides are storage's clock as its replies report it: the older lease's expires_us
+// and the newer one's expires_us - ttl_ms (its grant time). Nothing is compared with a client's
+// clock. Conservative, so a correct system never fails it:
+// - while storage's clock only moves forward, every newer grant is judged (grants happen in token
+//   order, so each is no earlier than the first grant after the older lease). When it stepped back
+//   (clock-jump-server with negative seconds) between the older lease's invocation and the newer
+//   grant's completion, an expired lease superseded before the step stays ended although the clock
+//   reads an earlier time again: only the very next token (t + 1) is judged then;
+// - the older lease's expiry is the one its grant reported; a renewal (a hold's) only moves it
+//   later while storage's clock moves forward, so a renewed lease is not judged at all across a
+//   backward step (a renewal after it may shorten the lease);
+// - any release of the older token invoked before the newer grant completed counts as done
+//   unless it answered "not released" (a failed one may have been applied: lease writes with a
+//   lost reply are BackendUnavailableError); a hold's release follows its body's last event, so
+//   that event counts as a release; any revoke of the resource counts;
+// - storage reports times to the microsecond or millisecond: 1 ms of slack.
+inline void mutual_exclusion(const History& h, std::vector<Anomaly>& out) {
+  std::map<std::pair<std::string, std::uint64_t>, std::int64_t> released;  // earliest invocation
+  std::map<std::string, std::int64_t> revoked;                             // earliest invocation
+  for (const auto& o : h.operations) {
+    if (o.op == "release") {
+      if (o.result == Result::ok && !o.ret.value("released", true)) continue;
+      auto [it, fresh] = released.emplace(std::make_pair(o.args.at("resource").get<std::string>(),
+                                                         o.args.at("token").get<std::uint64_t>()),
+                                          o.invoked_ns);
+      if (!fresh) it->second = std::min(it->second, o.invoked_ns);
+    } else if (o.op == "revoke") {
+      auto [it, fresh] = revoked.emplace(o.args.at("resource").get<std::string>(), o.invoked_ns);
+      if (!fresh) it->second = std::min(it->second, o.invoked_ns);
+    }
+  }
+  std::map<std::string, std::vector<Grant>> by_resource;
+  for (auto& g : grants(h)) by_resource[g.resource].push_back(std::move(g));
+  for (auto& [resource, gs] : by_resource) {
+    std::sort(gs.begin(), gs.end(),
+              [](const Grant& a, const Grant& b) { return a.token < b.token; });
+    auto rv = revoked.find(resource);
+    for (std::size_t j = 0; j < gs.size(); ++j) {
+      const Grant& b = gs[j];
+      if (!b.expires_us || !b.ttl_ms) continue;
+      const std::int64_t granted_us = *b.expires_us - *b.ttl_ms * 1000;
+      if (rv != revoked.end() && rv->second < b.completed_ns) continue;
+      for (std::size_t i = 0; i < j; ++i) {
+        const Grant& a = gs[i];
+        if (a.token == b.token || a.owner == b.owner || !a.expires_us) continue;
+        if (granted_us + 1000 >= *a.expires_us) continue;
+        auto rl = released.find({resource, a.token});
+        if (rl != released.end() && rl->second < b.completed_ns) continue;
+        if (a.hold && a.last_event_ns < b.completed_ns) continue;
+        if ((a.hold || b.token != a.token + 1) &&
+            fault_during(h, "clock-jump-server", a.invoked_ns, b.completed_ns, std::nullopt, true))
+          continue;
+        out.push_back(
+            {"mutual-exclusion",
+             fmt::format("resource '{}': {} was granted token {} at {} us by storage's clock, "
+                         "while token {} of {} was live until {} us and not released",
+                         resource, describe(*b.op), b.token, granted_us, a.token, describe(*a.op),
+                         *a.expires_us)});
+      }
+    }
+  }
+}
+
+// hold() bodies stop before their lease can be lost: no body acts after another owner's
+// acquisition of its resource (a newer token) completed. Not judged where no lease mechanism can
+// help: the body's own client was paused (a process stopped past its ttl acts on waking before
+// anything can stop it), storage's clock jumped (an early expiry the holder cannot see), or the
+// resource was revoked.
+inline void holds(const History& h, std::vector<Anomaly>& out) {
+  std::map<std::string, std::vector<Grant>> by_resource;
+  std::map<std::pair<std::string, std::uint64_t>, const Grant*> own;
+  auto all = grants(h);
+  for (const Grant& g : all) by_resource[g.resource].push_back(g);
+  for (auto& [resource, gs] : by_resource)
+    for (const Grant& g : gs) own[{resource, g.token}] = &g;
+  std::map<std::string, std::int64_t> revoked;
+  for (const auto& o : h.operations)
+    if (o.op == "revoke") {
+      auto [it, fresh] = revoked.emplace(o.args.at("resource").get<std::string>(), o.invoked_ns);
+      if (!fresh) it->second = std::min(it->second, o.invoked_ns);
+    }
+  for (const auto& o : h.operations) {
+    if (o.op != "hold_act") continue;
+    const auto resource = o.args.at("resource").get<std::string>();
+    const auto token = o.args.at("token").get<std::uint64_t>();
+    const Grant* newer = nullptr;
+    for (const Grant& g : by_resource[resource])
+      if (g.token > token && g.completed_ns < o.invoked_ns &&
+          (!newer || g.completed_ns < newer->completed_ns))
+        newer = &g;
+    if (!newer) continue;
+    auto mine = own.find({resource, token});
+    const std::int64_t since = mine != own.end() ? mine->second->invoked_ns : 0;
+    if (fault_during(h, "pause-client", since, o.invoked_ns, o.client)) continue;
+    if (fault_during(h, "clock-jump-server", since, o.invoked_ns)) continue;
+    if (auto rv = revoked.find(resource); rv != revoked.end() && rv->second < o.invoked_ns)
+      continue;
+    out.push_back({"hold-outlived-lease",
+                   fmt::format("resource '{}': the hold() body with token {} acted at {} after {} "
+                               "had taken the lease with token {}",
+                               resource, token, o.where, describe(*newer->op), newer->token)});
   }
 }
 
@@ -201,6 +389,18 @@ inline void increments(const History& h, std::vector<Anomaly>& out) {
   if (counter != sum)
     out.push_back({"increment-duplicated",
                    fmt::format("the counter is {} but {} increments are recorded", counter, sum)});
+  // Versions: every commit on the counter's resource is one increment writing the counter and a
+  // new marker, so the resource's version counts the commits applied. A commit applied twice with
+  // identical writes (a replay applied again) leaves every value as it was; only the version shows
+  // it.
+  if (final_read->ret.contains("version")) {
+    const auto version = final_read->ret.at("version").get<std::int64_t>();
+    if (version != static_cast<std::int64_t>(applied.size()))
+      out.push_back({"increment-reapplied",
+                     fmt::format("the counter's resource is at version {} but {} increments are "
+                                 "applied: a commit was applied more than once",
+                                 version, applied.size())});
+  }
   for (const auto& [id, o] : by_id)
     if (o->result == Result::ok && o->completed_ns < final_read->invoked_ns && !applied.count(id))
       out.push_back(
@@ -215,6 +415,7 @@ namespace elle {
 struct Txn {
   const Operation* op;
   std::vector<std::tuple<std::string, std::string, json>> mops;  // (f, key, value)
+  bool snapshot = false;  // snapshot isolation: its reads are not validated at commit
 };
 
 // Strongly connected components (Tarjan, iterative); returns each node's component id.
@@ -259,13 +460,18 @@ inline std::vector<int> components(int n, const std::vector<std::vector<int>>& e
   return comp;
 }
 
-enum Dep { ww = 1, wr = 2, rw = 4 };
+// rw_free: an anti-dependency out of a snapshot-isolation transaction on a key it did not write.
+// Every other edge points forward in commit order (a validated read was still current when its
+// transaction committed; writes are checked in every mode), but a snapshot transaction's unwritten
+// reads are not validated, so such an edge may point backward: write skew is allowed there. Cycles
+// are looked for without these edges (so snapshot's G-single is not caught; sound, not complete).
+enum Dep { ww = 1, wr = 2, rw = 4, rw_free = 8 };
 
 inline void check(const History& h, std::vector<Anomaly>& out) {
   std::vector<Txn> txns;
   for (const auto& o : h.operations) {
     if (o.op != "txn") continue;
-    Txn t{&o, {}};
+    Txn t{&o, {}, o.args.value("isolation", std::string()) == "snapshot"};
     const json& mops = o.result == Result::ok ? o.ret.at("mops") : o.args.at("mops");
     for (const json& m : mops)
       t.mops.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>(), m.at(2));
@@ -368,7 +574,9 @@ inline void check(const History& h, std::vector<Anomaly>& out) {
       const auto& versions = order[key];
       if (value.size() < versions.size()) {
         auto w = writer.find({key, versions[value.size()]});
-        if (w != writer.end()) edge(i, w->second, rw);
+        bool wrote = false;
+        for (auto& [f2, key2, value2] : t.mops) wrote = wrote || (f2 == "append" && key2 == key);
+        if (w != writer.end()) edge(i, w->second, t.snapshot && !wrote ? rw_free : rw);
       }
     }
   }
@@ -406,6 +614,8 @@ inline std::vector<Anomaly> check_all(const History& h) {
   std::vector<Anomaly> out;
   try {
     check::tokens(h, out);
+    check::mutual_exclusion(h, out);
+    check::holds(h, out);
     check::fenced_log(h, out);
     check::bank(h, out);
     check::increments(h, out);

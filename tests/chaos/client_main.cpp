@@ -4,7 +4,7 @@
 // these, pauses and kills them, and kills and restarts the server meanwhile.
 //
 //   statepact_chaos_client --backend postgres|redis --url URL
-//     --workload fenced-log|bank|list-append|increments --client ID --history FILE
+//     --workload fenced-log|bank|list-append|increments|holds --client ID --history FILE
 //     [--duration SECONDS] [--seed N] [--resources N] [--keys N] [--final]
 //
 // --final does the final reads of the workload instead (after every client stopped).
@@ -12,9 +12,13 @@
 //   statepact_chaos_client memory --dir DIR [--duration SECONDS] [--seed N] [--clients N]
 //
 // runs a whole fault-injection run against one in-process memory backend: N clients per workload,
-// each on its own thread, while a nemesis thread pauses clients (blocks their thread past every
-// lease ttl), kills them (stops their thread mid-operation and starts a new client) and jumps the
-// backend's clock forward; then the final reads. Histories go to DIR as for the server backends.
+// each on its own thread and reaching storage through a faulty link (faulty_backend.hpp), while a
+// nemesis thread pauses clients (blocks their thread past every lease ttl), kills them (stops
+// their thread mid-operation and starts a new client), steps the backend's clock forward or back,
+// slows or stalls a link, and loses commit replies or holds them past the idempotency retention;
+// then the final reads. Histories go to DIR as for the server backends. The run fails (exit 3)
+// when a client's coroutine died, an exception from outside the library reached a client, or a
+// final read gave up.
 //
 //   statepact_chaos_client nemesis FILE KIND start|end [ARGS_JSON]
 //
@@ -23,13 +27,15 @@
 //
 // Outcomes: every statepact::Error but CommitUnknownError means storage applied nothing ("fail");
 // CommitUnknownError is "unknown"; anything else escaping the library is a broken contract,
-// recorded as "unknown" with "foreign": true and reported on stderr. The client never decides by
-// its own clock that a lease expired: it keeps writing with its token and storage decides.
+// recorded as "unknown" with "foreign": true and reported on stderr, and the client exits 3. A
+// final read that gives up exits 1. The client never decides by its own clock that a lease expired:
+// it keeps writing with its token and storage decides.
 #include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -69,6 +75,7 @@
 #include <statepact/redis.hpp>
 #endif
 
+#include "faulty_backend.hpp"
 #include "loopback.hpp"
 
 namespace sp = statepact;
@@ -87,6 +94,8 @@ struct Args {
   bool final_reads = false;
   // Memory runs: set when the nemesis kills this client (its thread is then cancelled).
   const std::atomic<bool>* killed = nullptr;
+  // Memory runs: counts what fails the run (foreign exceptions, final reads that gave up).
+  std::atomic<int>* failures = nullptr;
 };
 
 // Thrown through a killed in-process client's coroutine: no completion is recorded after it.
@@ -95,7 +104,8 @@ struct Killed {};
 [[noreturn]] void bad(const std::string& msg) {
   std::cerr << "statepact_chaos_client: " << msg
             << "\nusage: statepact_chaos_client --backend postgres|redis --url URL --workload "
-               "fenced-log|bank|list-append|increments --client ID --history FILE [--duration S] "
+               "fenced-log|bank|list-append|increments|holds --client ID --history FILE "
+               "[--duration S] "
                "[--seed N] [--resources N] [--keys N] [--final]\n";
   std::exit(2);
 }
@@ -150,8 +160,8 @@ Args parse(int argc, char** argv) {
   if (!statepact::chaos::loopback_url(a.url))
     bad("--url's host must be a loopback address (127.x.x.x, localhost or [::1])");
   if (a.workload != "fenced-log" && a.workload != "bank" && a.workload != "list-append" &&
-      a.workload != "increments")
-    bad("--workload must be fenced-log, bank, list-append or increments");
+      a.workload != "increments" && a.workload != "holds")
+    bad("--workload must be fenced-log, bank, list-append, increments or holds");
   if (a.client < 0) bad("--client is required");
   if (a.history.empty()) bad("--history is required");
   return a;
@@ -230,12 +240,15 @@ class Client {
         co_await bank_round();
       else if (args_.workload == "list-append")
         co_await list_append_round();
+      else if (args_.workload == "holds")
+        co_await hold_round();
       else
         co_await increment_round();
     }
   }
 
   int foreign() const { return foreign_; }
+  bool final_failed() const { return final_failed_; }
 
  private:
   bool over() const { return std::chrono::steady_clock::now() >= deadline_; }
@@ -255,6 +268,7 @@ class Client {
   static constexpr const char* op_txn = "txn";
   static constexpr const char* op_increment = "increment";
   static constexpr const char* op_counter = "counter";
+  static constexpr const char* op_hold = "hold";
 
   asio::awaitable<std::optional<json>> record(const char* op, json args,
                                               asio::awaitable<json> body) {
@@ -276,6 +290,7 @@ class Client {
       phase = "unknown";
       ret = json{{"foreign", true}, {"error", e.what()}};
       ++foreign_;
+      if (args_.failures) ++*args_.failures;
       std::cerr << fmt::format("chaos client {}: {} threw a non-statepact exception: {}\n",
                                args_.client, op, e.what());
     }
@@ -299,6 +314,8 @@ class Client {
       for (int a = 0; a < args_.keys; ++a) out[a % r].second[account(a)] = initial_balance;
     } else if (args_.workload == "list-append") {
       for (int i = 0; i < r; ++i) out.emplace_back(fmt::format("la-{}", i), json::object());
+    } else if (args_.workload == "holds") {
+      for (int i = 0; i < r; ++i) out.emplace_back(fmt::format("hold-{}", i), json::object());
     } else {
       out.emplace_back("counter", json{{"counter", 0}});
     }
@@ -334,7 +351,13 @@ class Client {
   asio::awaitable<json> acquire(std::string resource, std::string owner, milliseconds ttl,
                                 sp::Lease& out) {
     out = co_await manager_.backend().acquire_lease(resource, owner, ttl);
-    co_return json{{"token", out.token}};
+    co_return json{
+        {"token", out.token}, {"expires_us", micros(out.expires_at)}, {"ttl_ms", out.ttl.count()}};
+  }
+
+  // A time on storage's clock, as the history records it.
+  static long long micros(sp::time_point t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
   }
 
   asio::awaitable<json> append(std::string resource, sp::Token token, long long n,
@@ -522,8 +545,8 @@ class Client {
       else
         mops.push_back(json::array({"r", key, nullptr}));
     }
-    const sp::Isolation iso =
-        chance(0.5) ? sp::Isolation::serializable : sp::Isolation::pessimistic;
+    // Every validating mode; the checker allows snapshot isolation's write skew (checker.hpp).
+    const sp::Isolation iso = bank_isolation();
     json args{{"mops", mops}, {"isolation", sp::to_string(iso)}};
     auto body = txn(mops, iso);
     co_await record(op_txn, args, std::move(body));
@@ -564,6 +587,7 @@ class Client {
     std::vector<sp::ResourceSnapshot> snaps = co_await manager_.backend().snapshot(names);
     long long counter = 0;
     json applied = json::array();
+    const long long version = static_cast<long long>(snaps.at(0).version);
     for (const auto& [key, entry] : snaps.at(0).entries) {
       if (!entry.value) continue;
       if (key == "counter")
@@ -571,7 +595,69 @@ class Client {
       else if (key.rfind("inc:", 0) == 0)
         applied.push_back(key.substr(4));
     }
-    co_return json{{"counter", counter}, {"applied", applied}};
+    co_return json{{"counter", counter}, {"applied", applied}, {"version", version}};
+  }
+
+  // ---- hold() bodies ---------------------------------------------------------------------------
+
+  // Something the client did at one instant, recorded while its hold operation is open. A killed
+  // client records nothing more, as a SIGKILLed process.
+  void event(const char* op, json args) {
+    if (killed()) return;
+    history_.line(json{{"client", args_.client}, {"op", op}, {"phase", "event"}, {"args", args}});
+  }
+
+  // The body of a hold(): acts a few times with pauses between, for one to three ttls, so its
+  // lease must be renewed, and records each action with its time. hold() promises that it is
+  // cancelled before the lease can be lost; the checker holds it to that (hold-outlived-lease).
+  asio::awaitable<void> hold_body(sp::HeldLease& held, std::string resource, std::string owner,
+                                  milliseconds ttl, int acts) {
+    const sp::Lease lease = held.lease();
+    json start{{"resource", resource},
+               {"owner", owner},
+               {"token", lease.token},
+               {"expires_us", micros(lease.expires_at)},
+               {"ttl_ms", lease.ttl.count()}};
+    event("hold_start", start);
+    json end{{"resource", resource}, {"token", lease.token}};
+    try {
+      for (int k = 0; k < acts; ++k) {
+        co_await pause(milliseconds(uniform(0, static_cast<int>(ttl.count()) / 2)));
+        const sp::Lease now = held.lease();
+        json act{{"resource", resource},
+                 {"token", now.token},
+                 {"n", ++seq_},
+                 {"expires_us", micros(now.expires_at)},
+                 {"lost", held.lost()}};
+        event("hold_act", act);
+      }
+    } catch (...) {
+      event("hold_end", end);
+      throw;
+    }
+    event("hold_end", end);
+  }
+
+  asio::awaitable<json> hold_once(std::string resource, std::string owner, milliseconds ttl) {
+    sp::LeaseManager<B> leases(manager_.backend());
+    sp::HoldOptions options;
+    options.ttl(ttl).auto_renew(true).wait(milliseconds(1500));
+    const int acts = uniform(3, 8);
+    auto body = [this, resource, owner, ttl, acts](sp::HeldLease& held) {
+      return hold_body(held, resource, owner, ttl, acts);
+    };
+    co_await leases.hold(resource, owner, body, options);
+    co_return json::object();
+  }
+
+  asio::awaitable<void> hold_round() {
+    const std::string resource = fmt::format("hold-{}", uniform(0, args_.resources - 1));
+    const milliseconds ttl(uniform(600, 1200));
+    const std::string owner = fmt::format("{}-{}", agent_, ++acquisitions_);
+    json args{{"resource", resource}, {"owner", owner}, {"ttl_ms", ttl.count()}};
+    auto body = hold_once(resource, owner, ttl);
+    co_await record(op_hold, args, std::move(body));
+    co_await pause(milliseconds(uniform(0, 100)));
   }
 
   // ---- final reads, after every client stopped ------------------------------------------------
@@ -585,7 +671,10 @@ class Client {
       if (got) co_return;
       co_await pause(milliseconds(500));
     }
+    // Without the final state nothing can be checked for lost or repeated writes: the run fails.
     std::cerr << fmt::format("chaos client {}: final {} never succeeded\n", args_.client, op);
+    final_failed_ = true;
+    if (args_.failures) ++*args_.failures;
   }
 
   // Named locals only: g++ 12 mishandles literals and temporaries in these co_await expressions.
@@ -610,7 +699,7 @@ class Client {
       json args{{"mops", mops}, {"isolation", "serializable"}};
       auto make = [this, mops] { return txn(mops, sp::Isolation::serializable); };
       co_await until_ok(op_txn, args, make);
-    } else {
+    } else if (args_.workload == "increments") {
       json args = json::object();
       auto make = [this] { return counter_read(); };
       co_await until_ok(op_counter, args, make);
@@ -626,6 +715,7 @@ class Client {
   long long seq_ = 0;
   long long acquisitions_ = 0;
   int foreign_ = 0;
+  bool final_failed_ = false;
 };
 
 // The backend lives in the coroutine, so it is closed (its connections and timers gone) before
@@ -635,7 +725,7 @@ asio::awaitable<int> client_main(const Args& args, Options options, HistoryFile&
   B backend(co_await asio::this_coro::executor, args.url, options);
   Client<B> client(backend, args, history);
   co_await client.run();
-  co_return client.foreign() ? 3 : 0;
+  co_return client.foreign() ? 3 : client.final_failed() ? 1 : 0;
 }
 
 template <class B, class Options>
@@ -659,15 +749,19 @@ int run_client(const Args& args, const Options& options, HistoryFile& history) {
 // ---- the memory backend: clients, nemesis and storage in one process ----------------------------
 
 int resources_of(const std::string& w) {
-  return w == "increments" ? 1 : 3;
+  return w == "increments" ? 1 : w == "holds" ? 2 : 3;
 }
 int keys_of(const std::string& w) {
   return w == "bank" ? 8 : w == "list-append" ? 6 : 1;
 }
 
-asio::awaitable<void> memory_client(sp::MemoryBackend& backend, const Args& args,
+using statepact::chaos::FaultyBackend;
+using statepact::chaos::Link;
+
+asio::awaitable<void> memory_client(sp::MemoryBackend& backend, Link& link, const Args& args,
                                     HistoryFile& history) {
-  Client<sp::MemoryBackend> client(backend, args, history);
+  FaultyBackend faulty(backend, link, args.seed * 0x2545F4914F6CDD1DULL + args.client);
+  Client<FaultyBackend> client(faulty, args, history);
   co_await client.run();
 }
 
@@ -676,11 +770,15 @@ asio::awaitable<void> memory_client(sp::MemoryBackend& backend, const Args& args
 // as with SIGKILL.
 class MemoryClient {
  public:
-  MemoryClient(sp::MemoryBackend& backend, Args args)
+  // A client whose coroutine dies of anything but the nemesis's kill counts in `failures`: the
+  // run then fails, as a crashed client process fails a server run.
+  MemoryClient(sp::MemoryBackend& backend, Link& link, Args args, std::atomic<int>& failures)
       : args_(std::move(args)), history_(args_.history) {
     args_.killed = &killed_;
-    auto done = [this](std::exception_ptr e) {
+    args_.failures = &failures;
+    auto done = [this, &failures](std::exception_ptr e) {
       if (!e || killed_) return;
+      ++failures;
       try {
         std::rethrow_exception(e);
       } catch (const std::exception& x) {
@@ -689,7 +787,7 @@ class MemoryClient {
         std::cerr << fmt::format("chaos client {}: stopped by a non-std exception\n", args_.client);
       }
     };
-    asio::co_spawn(io_, memory_client(backend, args_, history_),
+    asio::co_spawn(io_, memory_client(backend, link, args_, history_),
                    asio::bind_cancellation_slot(cancel_.slot(), done));
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -728,11 +826,18 @@ class MemoryClient {
   std::thread thread_;
 };
 
+// The memory run's faults, by name as in chaos.sh's STATEPACT_CHAOS_NEMESES.
+const std::vector<std::string> memory_nemeses{"pause-client", "kill-client",   "clock-jump-server",
+                                              "net-latency",  "net-partition", "lose-replies",
+                                              "late-replies"};
+
 int memory_run(int argc, char** argv) {
   std::string dir;
   double duration_s = 30;
   std::uint64_t seed = 1;
   int clients = 3;
+  long long retention_ms = 8000;
+  std::vector<std::string> nemeses = memory_nemeses;
   for (int i = 2; i < argc; i += 2) {
     const std::string k = argv[i];
     if (i + 1 >= argc) bad(fmt::format("{} needs a value", k));
@@ -745,20 +850,43 @@ int memory_run(int argc, char** argv) {
       seed = static_cast<std::uint64_t>(number(k, v, 0, std::numeric_limits<long long>::max()));
     else if (k == "--clients")
       clients = static_cast<int>(number(k, v, 1, 64));
-    else
+    else if (k == "--retention-ms")
+      retention_ms = number(k, v, 1000, 86'400'000);
+    else if (k == "--nemeses") {
+      nemeses.clear();
+      std::size_t from = 0;
+      while (from <= v.size()) {
+        const std::size_t comma = std::min(v.find(',', from), v.size());
+        const std::string n = v.substr(from, comma - from);
+        if (!n.empty()) {
+          if (std::find(memory_nemeses.begin(), memory_nemeses.end(), n) == memory_nemeses.end())
+            bad(fmt::format("memory runs have no nemesis '{}'", n));
+          nemeses.push_back(n);
+        }
+        from = comma + 1;
+      }
+    } else
       bad(fmt::format("unknown option '{}' for memory", k));
   }
   if (dir.empty()) bad("memory needs --dir");
 
-  // The backend's clock: real time plus an offset the nemesis only ever moves forward.
+  // The backend's clock: real time plus an offset the nemesis steps forward and back. A short
+  // idempotency retention, so replies held past it (late-replies) reach expired records.
   auto offset = std::make_shared<std::atomic<long long>>(0);
-  sp::MemoryBackend backend(sp::MemoryOptions().clock(
-      [offset] { return sp::Clock::now() + std::chrono::milliseconds(offset->load()); }));
+  sp::MemoryBackend backend(
+      sp::MemoryOptions()
+          .clock([offset] { return sp::Clock::now() + std::chrono::milliseconds(offset->load()); })
+          .idempotency_retention(milliseconds(retention_ms)));
+  // Two links, odd clients on one and even on the other, as with the relays of a server run; the
+  // final reads go over a third that no nemesis touches.
+  Link links[3];
+  std::atomic<int> failures{0};
   HistoryFile nemesis_log(dir + "/nemesis.jsonl");
   std::mt19937_64 rng(seed);
   auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
 
-  const std::vector<std::string> workloads{"fenced-log", "bank", "list-append", "increments"};
+  const std::vector<std::string> workloads{"fenced-log", "bank", "list-append", "increments",
+                                           "holds"};
   const auto end = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(static_cast<long long>(duration_s * 1000));
   auto remaining_s = [&end] {
@@ -776,32 +904,40 @@ int memory_run(int argc, char** argv) {
     a.seed = seed;
     a.resources = resources_of(workload);
     a.keys = keys_of(workload);
-    if (a.duration_s >= 1) live.push_back(std::make_unique<MemoryClient>(backend, a));
+    if (a.duration_s >= 1)
+      live.push_back(std::make_unique<MemoryClient>(backend, links[a.client % 2], a, failures));
   };
   for (const auto& w : workloads)
     for (int i = 0; i < clients; ++i) start(w);
 
-  while (remaining_s() > 0) {
+  auto steady_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  while (remaining_s() > 0 && !nemeses.empty()) {
     std::this_thread::sleep_for(milliseconds(uniform(300, 1500)));
     if (remaining_s() <= 0 || live.empty()) break;
-    const int kind = uniform(0, 2);
+    const std::string kind =
+        nemeses[static_cast<std::size_t>(uniform(0, static_cast<int>(nemeses.size()) - 1))];
     const std::size_t pick =
         static_cast<std::size_t>(uniform(0, static_cast<int>(live.size()) - 1));
     MemoryClient& victim = *live[pick];
-    if (kind == 0) {
-      const int ms = uniform(600, 2000);  // past every lease ttl (at most 500 ms)
-      nemesis_log.line(json{{"nemesis", "pause-client"},
+    const int l = uniform(0, 1);
+    Link& link = links[l];
+    if (kind == "pause-client") {
+      const int ms = uniform(600, 2000);  // past every fenced-log lease ttl (at most 500 ms)
+      nemesis_log.line(json{{"nemesis", kind},
                             {"phase", "start"},
                             {"args", {{"client", victim.args().client}, {"ms", ms}}}});
       std::promise<void> resume;
       victim.pause(resume.get_future().share());
       std::this_thread::sleep_for(milliseconds(ms));
       resume.set_value();
-      nemesis_log.line(json{{"nemesis", "pause-client"}, {"phase", "end"}});
-    } else if (kind == 1) {
-      nemesis_log.line(json{{"nemesis", "kill-client"},
-                            {"phase", "start"},
-                            {"args", {{"client", victim.args().client}}}});
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
+    } else if (kind == "kill-client") {
+      nemesis_log.line(json{
+          {"nemesis", kind}, {"phase", "start"}, {"args", {{"client", victim.args().client}}}});
       const std::string workload = victim.args().workload;
       if (!victim.kill()) {
         std::cerr << fmt::format("chaos client {}: did not stop within 10 s of its cancellation\n",
@@ -810,15 +946,53 @@ int memory_run(int argc, char** argv) {
       }
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
       start(workload);
-      nemesis_log.line(json{{"nemesis", "kill-client"}, {"phase", "end"}});
-    } else {
-      const int seconds = uniform(1, 5);
-      nemesis_log.line(json{
-          {"nemesis", "clock-jump-server"}, {"phase", "start"}, {"args", {{"seconds", seconds}}}});
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
+    } else if (kind == "clock-jump-server") {
+      // Forward (leases expire early) or back (they last longer, as after an NTP step).
+      const int seconds = uniform(1, 3) * (uniform(0, 1) ? 1 : -1);
+      nemesis_log.line(
+          json{{"nemesis", kind}, {"phase", "start"}, {"args", {{"seconds", seconds}}}});
       offset->fetch_add(seconds * 1000LL);
-      nemesis_log.line(json{{"nemesis", "clock-jump-server"}, {"phase", "end"}});
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
+    } else if (kind == "net-latency") {
+      const int latency = uniform(20, 420), ms = uniform(500, 3000);
+      nemesis_log.line(json{{"nemesis", kind},
+                            {"phase", "start"},
+                            {"args", {{"link", l}, {"latency_ms", latency}, {"ms", ms}}}});
+      link.latency_ms = latency;
+      std::this_thread::sleep_for(milliseconds(ms));
+      link.latency_ms = 0;
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
+    } else if (kind == "net-partition") {
+      // Calls wait, both ways, until it heals: a request sent is applied late, a reply comes late.
+      const int ms = uniform(300, 3000);
+      nemesis_log.line(
+          json{{"nemesis", kind}, {"phase", "start"}, {"args", {{"link", l}, {"ms", ms}}}});
+      link.stalled_until = steady_ns() + ms * 1'000'000LL;
+      std::this_thread::sleep_for(milliseconds(ms));
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
+    } else if (kind == "lose-replies") {
+      const int percent = uniform(20, 60), ms = uniform(500, 3000);
+      nemesis_log.line(json{{"nemesis", kind},
+                            {"phase", "start"},
+                            {"args", {{"link", l}, {"percent", percent}, {"ms", ms}}}});
+      link.lose_percent = percent;
+      std::this_thread::sleep_for(milliseconds(ms));
+      link.lose_percent = 0;
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
+    } else if (kind == "late-replies") {
+      // Commits sent meanwhile are applied, and their replies held past the retention, then lost.
+      const int late = static_cast<int>(retention_ms) + uniform(200, 600), ms = uniform(300, 1500);
+      nemesis_log.line(json{{"nemesis", kind},
+                            {"phase", "start"},
+                            {"args", {{"link", l}, {"late_ms", late}, {"ms", ms}}}});
+      link.late_reply_ms = late;
+      std::this_thread::sleep_for(milliseconds(ms));
+      link.late_reply_ms = 0;
+      nemesis_log.line(json{{"nemesis", kind}, {"phase", "end"}});
     }
   }
+  while (remaining_s() > 0) std::this_thread::sleep_for(milliseconds(50));
   // Clients stop by themselves at the deadline; one still busy after a grace period is killed.
   const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (auto& c : live) {
@@ -834,6 +1008,7 @@ int memory_run(int argc, char** argv) {
 
   int final_id = 900'000;
   for (const auto& w : workloads) {
+    if (w == "holds") continue;  // nothing to read back: its checks need no final state
     Args a;
     a.backend = "memory";
     a.workload = w;
@@ -843,8 +1018,15 @@ int memory_run(int argc, char** argv) {
     a.resources = resources_of(w);
     a.keys = keys_of(w);
     a.final_reads = true;
-    MemoryClient reader(backend, a);
+    MemoryClient reader(backend, links[2], a, failures);
     while (!reader.done()) std::this_thread::sleep_for(milliseconds(10));
+  }
+  if (failures.load() > 0) {
+    std::cerr << fmt::format(
+        "statepact_chaos_client memory: {} client failures (a coroutine that died, an exception "
+        "from outside the library, or a final read that gave up)\n",
+        failures.load());
+    return 3;
   }
   return 0;
 }

@@ -4,6 +4,10 @@
 //   {"client": 3, "op": "append", "phase": "invoke", "args": {...}, "mono_ns": 1, "wall_ms": 2}
 //   {"client": 3, "op": "append", "phase": "ok", "ret": {...}, "mono_ns": 5, "wall_ms": 2}
 //   {"nemesis": "pause-client", "phase": "start", "args": {...}, "mono_ns": 9, "wall_ms": 2}
+//   {"client": 3, "op": "hold_act", "phase": "event", "args": {...}, "mono_ns": 7, "wall_ms": 2}
+//
+// An "event" is something a client did at one instant while an operation of its may be open (a
+// hold() body's actions): an ok operation that starts and ends at `mono_ns`.
 //
 // A completion's phase is "ok", "fail" (the operation certainly did not happen) or "unknown" (it
 // may have). `mono_ns` is CLOCK_MONOTONIC, shared by every process on the machine, so events of
@@ -16,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -48,6 +53,7 @@ struct Fault {
   std::string kind;
   std::int64_t start_ns = 0;
   std::optional<std::int64_t> end_ns;
+  json args;  // the start line's (which client, how many seconds, ...)
 };
 
 struct History {
@@ -116,7 +122,8 @@ class HistoryReader {
       history_.operations.push_back(std::move(op));
     }
     open_.clear();
-    for (auto& [kind, start] : open_faults_) history_.faults.push_back(Fault{kind, start, {}});
+    for (auto& [kind, start] : open_faults_)
+      history_.faults.push_back(Fault{kind, start.first, {}, start.second});
     open_faults_.clear();
     std::stable_sort(
         history_.operations.begin(), history_.operations.end(),
@@ -132,13 +139,13 @@ class HistoryReader {
     if (j.contains("nemesis")) {
       const std::string kind = detail::text(j, "nemesis", where);
       if (phase == "start") {
-        open_faults_.emplace(kind, mono);
+        open_faults_.emplace(kind, std::make_pair(mono, j.value("args", json::object())));
       } else if (phase == "end") {
         auto it = open_faults_.find(kind);
         if (it == open_faults_.end())
           throw HistoryError(
               fmt::format("{}: end of fault \"{}\" that never started", where, kind));
-        history_.faults.push_back(Fault{kind, it->second, mono});
+        history_.faults.push_back(Fault{kind, it->second.first, mono, it->second.second});
         open_faults_.erase(it);
       } else {
         throw HistoryError(fmt::format(
@@ -148,6 +155,17 @@ class HistoryReader {
     }
     const int client = static_cast<int>(detail::integer(j, "client", where));
     const std::string op = detail::text(j, "op", where);
+    if (phase == "event") {
+      Operation o;
+      o.client = client;
+      o.op = op;
+      o.args = j.value("args", json::object());
+      o.result = Result::ok;
+      o.invoked_ns = o.completed_ns = mono;
+      o.where = where;
+      history_.operations.push_back(std::move(o));
+      return;
+    }
     if (phase == "invoke") {
       if (open_.count(client))
         throw HistoryError(
@@ -170,8 +188,8 @@ class HistoryReader {
     else if (phase == "unknown")
       r = Result::unknown;
     else
-      throw HistoryError(
-          fmt::format("{}: phase must be invoke, ok, fail or unknown, not \"{}\"", where, phase));
+      throw HistoryError(fmt::format(
+          "{}: phase must be invoke, event, ok, fail or unknown, not \"{}\"", where, phase));
     auto it = open_.find(client);
     if (it == open_.end() || it->second.op != op)
       throw HistoryError(
@@ -188,7 +206,7 @@ class HistoryReader {
 
   History history_;
   std::map<int, Operation> open_;
-  std::multimap<std::string, std::int64_t> open_faults_;
+  std::multimap<std::string, std::pair<std::int64_t, json>> open_faults_;
 };
 
 }  // namespace statepact::chaos

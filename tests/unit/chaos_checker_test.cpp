@@ -38,8 +38,19 @@ class Recorder {
     invoke(client, name, std::move(args), t);
     return complete(client, name, phase, std::move(ret), t + 1);
   }
-  Recorder& fault(const std::string& kind, const char* phase, std::int64_t t) {
-    return line({{"nemesis", kind}, {"phase", phase}, {"mono_ns", t}, {"wall_ms", t}});
+  Recorder& fault(const std::string& kind, const char* phase, std::int64_t t,
+                  json args = json::object()) {
+    return line(
+        {{"nemesis", kind}, {"phase", phase}, {"args", args}, {"mono_ns", t}, {"wall_ms", t}});
+  }
+  // Something a client did at instant t while its operation may be open.
+  Recorder& event(int client, const std::string& op, json args, std::int64_t t) {
+    return line({{"client", client},
+                 {"op", op},
+                 {"phase", "event"},
+                 {"args", std::move(args)},
+                 {"mono_ns", t},
+                 {"wall_ms", t}});
   }
   Recorder& raw(const std::string& text) {
     text_ += text + "\n";
@@ -358,4 +369,175 @@ TEST_CASE("the harness reaches loopback servers only", "[unit][chaos]") {
                          "postgresql://db.example/127.0.0.1", "redis://127.0.0.1.example:5",
                          "redis://127.0.0:5", "redis://[::2]:5", "127.0.0.1:6379", "redis://"})
     CHECK_FALSE(chaos::loopback_url(no));
+}
+
+namespace {
+
+// A grant as storage reports it: granted at `granted_ms` by storage's clock, for `ttl_ms`.
+json granted(std::uint64_t t, std::int64_t granted_ms, std::int64_t ttl_ms) {
+  return {{"token", t}, {"expires_us", (granted_ms + ttl_ms) * 1000}, {"ttl_ms", ttl_ms}};
+}
+json lease_args(const char* owner) {
+  return {{"resource", "r"}, {"owner", owner}};
+}
+
+}  // namespace
+
+TEST_CASE("checker: two owners never hold a lease at once, by storage's clock",
+          "[unit][chaos][mutex]") {
+  // a holds token 1 from 1000 to 1500 (storage's clock); b is granted token 2 at 1300.
+  Recorder overlap;
+  overlap.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1300, 500), 10);
+  CHECK(kinds(overlap.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+
+  Recorder expired;  // b is granted at 1500, when a's lease expired
+  expired.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1500, 500), 10);
+  CHECK(expired.anomalies().empty());
+
+  Recorder higher;  // any newer token counts, not only t + 1 (a revoke skips tokens)
+  higher.op(1, "acquire", lease_args("a"), "ok", granted(3, 1000, 500), 0)
+      .op(2, "acquire", lease_args("b"), "ok", granted(7, 1200, 500), 10);
+  CHECK(kinds(higher.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+
+  Recorder released;  // a released before b's grant completed
+  released.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(1, "release", {{"resource", "r"}, {"token", 1}}, "ok", {{"released", true}}, 4)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1100, 500), 10);
+  CHECK(released.anomalies().empty());
+
+  Recorder not_released;  // a release that answered "not released" ended nothing
+  not_released.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(1, "release", {{"resource", "r"}, {"token", 1}}, "ok", {{"released", false}}, 4)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1100, 500), 10);
+  CHECK(kinds(not_released.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+
+  Recorder late_release;  // released only after b's grant had completed
+  late_release.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1100, 500), 10)
+      .op(1, "release", {{"resource", "r"}, {"token", 1}}, "ok", {{"released", true}}, 20);
+  CHECK(kinds(late_release.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+
+  Recorder revoked;  // an operator revoked the lease first
+  revoked.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(3, "revoke", {{"resource", "r"}}, "ok", json::object(), 4)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1100, 500), 10);
+  CHECK(revoked.anomalies().empty());
+
+  Recorder stepped;  // storage's clock stepped back 2 s: a's lease is live for 2 s more
+  stepped.op(1, "acquire", lease_args("a"), "ok", granted(1, 3000, 500), 0)
+      .fault("clock-jump-server", "start", 5, {{"seconds", -2}})
+      .fault("clock-jump-server", "end", 6)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1600, 500), 10);
+  CHECK(kinds(stepped.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+
+  // Storage's clock stepped forward 2 s (a's lease expired early and token 2 was granted and
+  // released), then back 2 s: token 4 is granted at a time before a's expiry, but a's lease was
+  // superseded already. Only the very next token is judged across a backward step.
+  Recorder superseded;
+  superseded.op(1, "acquire", lease_args("a"), "ok", granted(1, 1000, 500), 0)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 3100, 500), 4)
+      .op(2, "release", {{"resource", "r"}, {"token", 2}}, "ok", {{"released", true}}, 6)
+      .fault("clock-jump-server", "start", 7, {{"seconds", -2}})
+      .fault("clock-jump-server", "end", 8)
+      .op(3, "acquire", lease_args("c"), "ok", granted(4, 1200, 500), 10);
+  CHECK(superseded.anomalies().empty());
+}
+
+namespace {
+
+json hold_event(std::uint64_t token, std::int64_t granted_ms = 1000) {
+  return {{"resource", "r"},
+          {"owner", "a"},
+          {"token", token},
+          {"expires_us", (granted_ms + 500) * 1000},
+          {"ttl_ms", 500}};
+}
+json act(std::uint64_t token, int n) {
+  return {{"resource", "r"}, {"token", token}, {"n", n}};
+}
+
+}  // namespace
+
+TEST_CASE("checker: a hold() body never acts after another owner took its lease",
+          "[unit][chaos][hold]") {
+  // Client 1's body holds token 1; client 2 is granted token 2 at 20 (by storage's clock after
+  // a's expiry, so storage did nothing wrong); client 1's body acts at 25 all the same.
+  auto history = [](Recorder& h, bool act_late) {
+    h.invoke(1, "hold", {{"resource", "r"}, {"owner", "a"}, {"ttl_ms", 500}}, 0)
+        .event(1, "hold_start", hold_event(1), 2)
+        .event(1, "hold_act", act(1, 1), 5)
+        .op(2, "acquire", lease_args("b"), "ok", granted(2, 1600, 500), 19);
+    if (act_late) h.event(1, "hold_act", act(1, 2), 25);
+    h.event(1, "hold_end", {{"resource", "r"}, {"token", 1}}, 26)
+        .complete(1, "hold", "ok", json::object(), 30);
+  };
+  Recorder late;
+  history(late, true);
+  CHECK(kinds(late.anomalies()) == std::multiset<std::string>{"hold-outlived-lease"});
+
+  Recorder in_time;
+  history(in_time, false);
+  CHECK(in_time.anomalies().empty());
+
+  Recorder paused;  // its own process was stopped past the ttl: nothing can stop a stopped body
+  paused.fault("pause-client", "start", 3, {{"client", 1}, {"ms", 900}})
+      .fault("pause-client", "end", 24);
+  history(paused, true);
+  CHECK(paused.anomalies().empty());
+
+  Recorder other_paused;  // another client's pause excuses nothing
+  other_paused.fault("pause-client", "start", 3, {{"client", 7}, {"ms", 900}})
+      .fault("pause-client", "end", 24);
+  history(other_paused, true);
+  CHECK(kinds(other_paused.anomalies()) == std::multiset<std::string>{"hold-outlived-lease"});
+
+  // A hold's grant counts as one for the token rules and mutual exclusion: b's grant at 1200
+  // falls inside the hold's lease (1000 to 1500) while its body still runs.
+  Recorder overlap;
+  overlap.invoke(1, "hold", {{"resource", "r"}, {"owner", "a"}, {"ttl_ms", 500}}, 0)
+      .event(1, "hold_start", hold_event(1), 2)
+      .op(2, "acquire", lease_args("b"), "ok", granted(2, 1200, 500), 10)
+      .event(1, "hold_end", {{"resource", "r"}, {"token", 1}}, 12)
+      .complete(1, "hold", "ok", json::object(), 14);
+  CHECK(kinds(overlap.anomalies()) == std::multiset<std::string>{"mutual-exclusion"});
+}
+
+TEST_CASE("checker: an increment applied twice shows in the counter resource's version",
+          "[unit][chaos]") {
+  auto inc = [](const char* id) { return json{{"id", id}}; };
+  Recorder twice;  // same values, one commit more than increments: a replay applied again
+  twice.op(1, "increment", inc("i1"), "ok", {}, 0)
+      .op(1, "increment", inc("i2"), "unknown", {}, 2)
+      .op(9, "counter", json::object(), "ok",
+          {{"counter", 2}, {"applied", {"i1", "i2"}}, {"version", 3}}, 10);
+  CHECK(kinds(twice.anomalies()) == std::multiset<std::string>{"increment-reapplied"});
+
+  Recorder once;
+  once.op(1, "increment", inc("i1"), "ok", {}, 0)
+      .op(1, "increment", inc("i2"), "unknown", {}, 2)
+      .op(9, "counter", json::object(), "ok",
+          {{"counter", 2}, {"applied", {"i1", "i2"}}, {"version", 2}}, 10);
+  CHECK(once.anomalies().empty());
+}
+
+TEST_CASE("checker: write skew is allowed under snapshot isolation only", "[unit][chaos][elle]") {
+  // Both read the other's key empty and append to their own (the G2 case above), under snapshot
+  // isolation, which does not validate reads: allowed.
+  auto skew = [](Recorder& h, const char* isolation) {
+    h.op(1, "txn", {{"mops", {rd_args("y"), app("x", 1)}}, {"isolation", isolation}}, "ok",
+         mops({rd("y", {}), app("x", 1)}), 0)
+        .op(2, "txn", {{"mops", {rd_args("x"), app("y", 1)}}, {"isolation", isolation}}, "ok",
+            mops({rd("x", {}), app("y", 1)}), 0);
+    txn(h, 3, {rd("x", {1}), rd("y", {1})}, "ok", 10);
+  };
+  Recorder snapshot;
+  skew(snapshot, "snapshot");
+  CHECK(snapshot.anomalies().empty());
+  for (const char* validated : {"optimistic", "serializable", "pessimistic"}) {
+    Recorder h;
+    skew(h, validated);
+    CHECK(kinds(h.anomalies()) == std::multiset<std::string>{"G2"});
+  }
 }
