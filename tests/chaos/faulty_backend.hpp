@@ -106,6 +106,7 @@ class FaultyBackend {
     co_return out;
   }
   void end_session(SessionId session) noexcept { inner_->end_session(session); }
+  milliseconds idempotency_retention() const { return inner_->idempotency_retention(); }
 
   // The commit runs; then its reply may be held past the idempotency retention, or lost, as when
   // the connection breaks after the request was sent. Either way the caller sees
