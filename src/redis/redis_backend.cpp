@@ -313,7 +313,7 @@ asio::awaitable<std::optional<RevokedLease>> RedisBackend::revoke_lease(std::str
   auto call = detail::encode_revoke(impl->keys, resource);
   RedisReply r = co_await impl->eval_durable(
       Script::revoke, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
-      "the revocation", [](const RedisReply& x) { return first_is(x, "revoked"); });
+      "the revocation", [](const RedisReply&) { return true; });  // "nothing to revoke" too
   co_return detail::decode_revoke(r, resource);
 }
 
@@ -491,12 +491,26 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     if (cluster) detail::require_one_slot("the commit", call.resources);
   }
   const auto lost = detail::LostReply::commit(req.idempotency_key.has_value());
-  RedisReply r = co_await impl->eval_durable(
-      Script::commit, std::move(call.keys), std::move(call.args), lost, "the commit",
-      [](const RedisReply& x) {
-        return first_is(x, "ok") && x.elements.size() > 1 && x.elements[1].str == "0";
-      });
-  CommitResult result = detail::result_or_raise(detail::decode_commit(r, req, call), req);
+  RedisReply r;
+  std::exception_ptr unknown;
+  try {
+    // A replay is confirmed as well: the first apply it reports may never have reached a replica.
+    r = co_await impl->eval_durable(Script::commit, std::move(call.keys), std::move(call.args),
+                                    lost, "the commit",
+                                    [](const RedisReply& x) { return first_is(x, "ok"); });
+  } catch (const CommitUnknownError&) {
+    throw;
+  } catch (const BackendUnavailableError&) {
+    throw;  // nothing was sent, or the server refused the script before it ran
+  } catch (const ConfigurationError&) {
+    throw;
+  } catch (const Error& e) {
+    // Anything else came after the script was sent (a script error, a reply nobody expects):
+    // Redis keeps the writes a script made before it failed.
+    unknown = detail::commit_outcome_unknown(req, e.what());
+  }
+  if (unknown) std::rethrow_exception(unknown);
+  CommitResult result = detail::result_or_raise(detail::commit_answer(r, req, call), req);
   (void)impl->take_locks(req.session);  // the script released them
   co_return result;
 }
