@@ -23,8 +23,9 @@
 //   <prefix>:lockq:<R>:<hex key>    hash  waiting owner -> "<S|X> <arrival ms> <exp ms>": the
 //                                         key's queue, served in arrival order
 //   <prefix>:waits                  hash  lock owner -> "<exp ms> <holder> ...": whom a waiting
-//                                         owner waits for (one slot of its own; the lock script
-//                                         never touches it)
+//                                         owner waits for, and 'sweep' -> when expired records
+//                                         were last removed (one slot of its own; the lock
+//                                         script never touches it)
 //   <prefix>:idem:<R>:<hex key>     hash  fp, result (JSON); expires by retention
 //
 // where <R> is the resource's part above. An idempotency record lives in the slot of the commit's
