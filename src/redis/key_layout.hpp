@@ -151,6 +151,17 @@ class KeyLayout {
     std::string to = suffix ? of(kind, *name, *suffix) : of(kind, *name);
     return Regrouped{std::move(*name), kind, std::move(to)};
   }
+  // The key of a kind that versions before the grouped form wrote for a name with a group
+  // ("<prefix>:<kind>:{<hex name>}"); nullopt for a plain name, whose key has not moved. It lies
+  // in another slot than the grouped form.
+  std::optional<std::string> earlier(std::string_view kind, std::string_view resource) const {
+    if (!resource_group(resource)) return std::nullopt;
+    std::string out;
+    out.append(prefix_).append(":").append(kind).append(":{");
+    append_hex(out, resource);
+    out.push_back('}');
+    return out;
+  }
   // A SCAN MATCH pattern that finds at least every key `regrouped` moves: a hex name holding a
   // '{' (7b) and, after it, a '}' (7d).
   std::string regrouped_pattern() const { return glob_escaped_prefix() + ":*:{*7b*7d*}*"; }

@@ -82,6 +82,16 @@ bool integer_is(const RedisReply& r, long long n) {
   return r.type == RedisReply::Type::integer && r.integer == n;
 }
 
+// Whether `resource` may have keys in the form versions before the grouped form wrote
+// (KeyLayout::earlier): a name with a group, on one server, which clients of such a version may
+// still use during an upgrade: the acquire and register scripts look at them (key_layout.hpp). On a
+// cluster they lie in another slot, and earlier versions never ran there.
+asio::awaitable<bool> has_earlier_form(detail::RedisImpl& impl, const std::string& resource) {
+  if (!detail::resource_group(resource)) co_return false;
+  const bool cluster = co_await impl.router().clustered();
+  co_return !cluster;
+}
+
 // Keys per script call when reading many: small enough not to block the server for long.
 constexpr std::size_t inspect_batch = 256;
 
@@ -171,6 +181,11 @@ asio::awaitable<Lease> RedisBackend::acquire_lease(std::string resource, std::st
   detail::validate_ttl(ttl);
   auto impl = impl_;
   auto call = detail::encode_acquire(impl->keys, resource, owner, ttl);
+  const bool earlier = co_await has_earlier_form(*impl, resource);
+  if (earlier) {
+    call.keys.push_back(*impl->keys.earlier("lease", resource));
+    call.keys.push_back(*impl->keys.earlier("fence", resource));
+  }
   RedisReply r = co_await impl->eval_durable(
       Script::acquire, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
       "the lease", [](const RedisReply& x) { return first_is(x, "ok"); });
@@ -324,11 +339,13 @@ asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value in
   detail::validate_initial_state(name, initial_state);
   auto impl = impl_;
   auto call = detail::encode_register(impl->keys, name, initial_state, policy);
-  RedisReply r = co_await impl->eval_durable(Script::register_resource, std::move(call.keys),
-                                             std::move(call.args), detail::LostReply::write(),
-                                             "the registration",
-                                             [](const RedisReply& x) { return integer_is(x, 1); });
-  const bool created = detail::decode_register(r);
+  const bool earlier = co_await has_earlier_form(*impl, name);
+  if (earlier) call.keys.push_back(*impl->keys.earlier("version", name));
+  RedisReply r = co_await impl->eval_durable(
+      Script::register_resource, std::move(call.keys), std::move(call.args),
+      detail::LostReply::write(), "the registration",
+      [](const RedisReply& x) { return !integer_is(x, -1); });  // created, or exists
+  const bool created = detail::decode_register(r, name);
   impl->known.remember(name);
   co_return created;
 }
