@@ -40,11 +40,14 @@ add_executable(statepact_integration_redis
   integration/redis_server_test.cpp
   integration/redis_errors_test.cpp
   integration/redis_session_begin_test.cpp
-  integration/redis_lock_queue_test.cpp)
+  integration/redis_lock_queue_test.cpp
+  integration/redis_outcomes_test.cpp)
 target_link_libraries(statepact_integration_redis PRIVATE statepact::redis PkgConfig::HIREDIS_TEST
   Catch2::Catch2WithMain)
-# The slot test computes slots with the backend's own (pure) slot.hpp.
-target_include_directories(statepact_integration_redis PRIVATE ${PROJECT_SOURCE_DIR}/src/redis)
+# The slot test computes slots with the backend's own (pure) slot.hpp; the lock queue test runs
+# a script as the backend does.
+target_include_directories(statepact_integration_redis PRIVATE ${PROJECT_SOURCE_DIR}/src/redis
+  ${CMAKE_CURRENT_BINARY_DIR}/generated)
 statepact_test_target(statepact_integration_redis)
 catch_discover_tests(statepact_integration_redis TEST_PREFIX "redis integration: " EXTRA_ARGS -w NoTests)
 

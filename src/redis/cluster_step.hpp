@@ -29,10 +29,12 @@ struct ClusterStep {
 };
 
 // `own`: the command's own reply (not a WAIT's behind it). `cluster`: the router already routes by
-// slot; before that, only a redirection is followed (a single server never sends one, so it also
-// says the server is a cluster node). `redirects` counts the ones followed so far; throws
-// BackendUnavailableError once there are too many.
-inline ClusterStep cluster_step(const RedisReply& own, bool cluster, int& redirects) {
+// slot. A single server never sends a redirection, TRYAGAIN or CLUSTERDOWN, so each of them also
+// says the server is a cluster node, and is handled alike before the router has learnt that.
+// `redirects` counts the ones followed so far; throws BackendUnavailableError once there are too
+// many.
+inline ClusterStep cluster_step(const RedisReply& own, [[maybe_unused]] bool cluster,
+                                int& redirects) {
   ClusterStep step;
   if (!own.is_error()) return step;
   if (auto redirect = parse_redirect(own.str)) {
@@ -46,8 +48,7 @@ inline ClusterStep cluster_step(const RedisReply& own, bool cluster, int& redire
     return step;
   }
   const auto code = redis_error_code(own.str);
-  if (cluster && (code == "TRYAGAIN" || code == "CLUSTERDOWN"))
-    step.kind = ClusterStep::Kind::retry_later;
+  if (code == "TRYAGAIN" || code == "CLUSTERDOWN") step.kind = ClusterStep::Kind::retry_later;
   return step;
 }
 

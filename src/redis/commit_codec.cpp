@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <statepact/detail/lost_reply.hpp>
+
 #include "reply_reader.hpp"
 
 namespace statepact::detail {
@@ -97,8 +99,14 @@ CommitAnswer decode_commit(const RedisReply& r, const CommitRequest& req,
       const Value versions = parse_json(str_at(r, 2, what), what);
       if (!versions.is_object()) malformed(what);
       for (const auto& [name, v] : versions.items()) {
-        if (!v.is_number_unsigned()) malformed(what);
-        result.versions[name] = v.get<Version>();
+        // Text since versions are stored exactly; a number in a record stored by an earlier
+        // version (exact below 1e14).
+        if (v.is_string())
+          result.versions[name] = parse_u64(v.get_ref<const std::string&>(), what);
+        else if (v.is_number_unsigned())
+          result.versions[name] = v.get<Version>();
+        else
+          malformed(what);
       }
     } else {
       if (r.elements.size() % 2 == 0) malformed(what);  // name, version pairs after 3 fields
@@ -127,6 +135,22 @@ CommitAnswer decode_commit(const RedisReply& r, const CommitRequest& req,
     }
   }
   malformed(what);
+}
+
+CommitAnswer commit_answer(const RedisReply& reply, const CommitRequest& req,
+                           const EncodedCommit& sent) {
+  try {
+    return decode_commit(reply, req, sent);
+  } catch (const Error& e) {
+    std::rethrow_exception(commit_outcome_unknown(req, e.what()));
+  }
+}
+
+std::exception_ptr commit_outcome_unknown(const CommitRequest& req, std::string_view why) {
+  // The message names the server once.
+  if (why.substr(0, 7) == "redis: ") why.remove_prefix(7);
+  return lost_reply_error("redis", LostReply::commit(req.idempotency_key.has_value()),
+                          Loss::no_reply, why);
 }
 
 }  // namespace statepact::detail

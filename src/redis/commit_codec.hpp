@@ -7,12 +7,15 @@
 // ARGV: the header slots of CommitArg, then resource names; fence tokens; resource index per policy
 //   key; (resource index, key, expected version) per check; (resource index, key, 'v'|'t', json)
 //   per write. Resource indexes are 1-based, as Lua counts.
-// Reply: {'ok', '0', '', name, version, ...} applied | {'ok', '1', result json} replayed |
+// Reply: {'ok', '0', '', name, version, ...} applied | {'ok', '1', result json} replayed (the
+//   json maps each name to its version as a string: cjson would round numbers to 14 digits) |
 //   {'<verdict>', ...} refused (CommitVerdict's names: resource_not_found i, fence j high-water,
 //   fence_required i, conflict k found, idempotency_key_reused).
 #pragma once
 
+#include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <statepact/commit_request.hpp>
@@ -53,5 +56,14 @@ EncodedCommit encode_commit(const CommitRequest& req, const KeyLayout& layout,
 // A reply the script never gives is a non-retryable statepact::Error ("unexpected reply").
 CommitAnswer decode_commit(const RedisReply& reply, const CommitRequest& req,
                            const EncodedCommit& sent);
+
+// decode_commit on the reply to a commit that was sent: one it cannot read leaves the commit's
+// outcome unknown (CommitUnknownError), as a lost reply does.
+CommitAnswer commit_answer(const RedisReply& reply, const CommitRequest& req,
+                           const EncodedCommit& sent);
+
+// The error for a failure after the commit script was sent (`why` says which): its outcome is
+// unknown.
+std::exception_ptr commit_outcome_unknown(const CommitRequest& req, std::string_view why);
 
 }  // namespace statepact::detail

@@ -23,8 +23,9 @@
 //   <prefix>:lockq:<R>:<hex key>    hash  waiting owner -> "<S|X> <arrival ms> <exp ms>": the
 //                                         key's queue, served in arrival order
 //   <prefix>:waits                  hash  lock owner -> "<exp ms> <holder> ...": whom a waiting
-//                                         owner waits for (one slot of its own; the lock script
-//                                         never touches it)
+//                                         owner waits for, and 'sweep' -> when expired records
+//                                         were last removed (one slot of its own; the lock
+//                                         script never touches it)
 //   <prefix>:idem:<R>:<hex key>     hash  fp, result (JSON); expires by retention
 //
 // where <R> is the resource's part above. An idempotency record lives in the slot of the commit's
@@ -149,6 +150,17 @@ class KeyLayout {
     }
     std::string to = suffix ? of(kind, *name, *suffix) : of(kind, *name);
     return Regrouped{std::move(*name), kind, std::move(to)};
+  }
+  // The key of a kind that versions before the grouped form wrote for a name with a group
+  // ("<prefix>:<kind>:{<hex name>}"); nullopt for a plain name, whose key has not moved. It lies
+  // in another slot than the grouped form.
+  std::optional<std::string> earlier(std::string_view kind, std::string_view resource) const {
+    if (!resource_group(resource)) return std::nullopt;
+    std::string out;
+    out.append(prefix_).append(":").append(kind).append(":{");
+    append_hex(out, resource);
+    out.push_back('}');
+    return out;
   }
   // A SCAN MATCH pattern that finds at least every key `regrouped` moves: a hex name holding a
   // '{' (7b) and, after it, a '}' (7d).

@@ -82,6 +82,16 @@ bool integer_is(const RedisReply& r, long long n) {
   return r.type == RedisReply::Type::integer && r.integer == n;
 }
 
+// Whether `resource` may have keys in the form versions before the grouped form wrote
+// (KeyLayout::earlier): a name with a group, on one server, which clients of such a version may
+// still use during an upgrade: the acquire and register scripts look at them (key_layout.hpp). On a
+// cluster they lie in another slot, and earlier versions never ran there.
+asio::awaitable<bool> has_earlier_form(detail::RedisImpl& impl, const std::string& resource) {
+  if (!detail::resource_group(resource)) co_return false;
+  const bool cluster = co_await impl.router().clustered();
+  co_return !cluster;
+}
+
 // Keys per script call when reading many: small enough not to block the server for long.
 constexpr std::size_t inspect_batch = 256;
 
@@ -171,6 +181,11 @@ asio::awaitable<Lease> RedisBackend::acquire_lease(std::string resource, std::st
   detail::validate_ttl(ttl);
   auto impl = impl_;
   auto call = detail::encode_acquire(impl->keys, resource, owner, ttl);
+  const bool earlier = co_await has_earlier_form(*impl, resource);
+  if (earlier) {
+    call.keys.push_back(*impl->keys.earlier("lease", resource));
+    call.keys.push_back(*impl->keys.earlier("fence", resource));
+  }
   RedisReply r = co_await impl->eval_durable(
       Script::acquire, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
       "the lease", [](const RedisReply& x) { return first_is(x, "ok"); });
@@ -313,7 +328,7 @@ asio::awaitable<std::optional<RevokedLease>> RedisBackend::revoke_lease(std::str
   auto call = detail::encode_revoke(impl->keys, resource);
   RedisReply r = co_await impl->eval_durable(
       Script::revoke, std::move(call.keys), std::move(call.args), detail::LostReply::write(),
-      "the revocation", [](const RedisReply& x) { return first_is(x, "revoked"); });
+      "the revocation", [](const RedisReply&) { return true; });  // "nothing to revoke" too
   co_return detail::decode_revoke(r, resource);
 }
 
@@ -324,11 +339,13 @@ asio::awaitable<bool> RedisBackend::register_resource(std::string name, Value in
   detail::validate_initial_state(name, initial_state);
   auto impl = impl_;
   auto call = detail::encode_register(impl->keys, name, initial_state, policy);
-  RedisReply r = co_await impl->eval_durable(Script::register_resource, std::move(call.keys),
-                                             std::move(call.args), detail::LostReply::write(),
-                                             "the registration",
-                                             [](const RedisReply& x) { return integer_is(x, 1); });
-  const bool created = detail::decode_register(r);
+  const bool earlier = co_await has_earlier_form(*impl, name);
+  if (earlier) call.keys.push_back(*impl->keys.earlier("version", name));
+  RedisReply r = co_await impl->eval_durable(
+      Script::register_resource, std::move(call.keys), std::move(call.args),
+      detail::LostReply::write(), "the registration",
+      [](const RedisReply& x) { return !integer_is(x, -1); });  // created, or exists
+  const bool created = detail::decode_register(r, name);
   impl->known.remember(name);
   co_return created;
 }
@@ -495,12 +512,26 @@ asio::awaitable<CommitResult> RedisBackend::commit(CommitRequest req) {
     if (cluster) detail::require_one_slot("the commit", call.resources);
   }
   const auto lost = detail::LostReply::commit(req.idempotency_key.has_value());
-  RedisReply r = co_await impl->eval_durable(
-      Script::commit, std::move(call.keys), std::move(call.args), lost, "the commit",
-      [](const RedisReply& x) {
-        return first_is(x, "ok") && x.elements.size() > 1 && x.elements[1].str == "0";
-      });
-  CommitResult result = detail::result_or_raise(detail::decode_commit(r, req, call), req);
+  RedisReply r;
+  std::exception_ptr unknown;
+  try {
+    // A replay is confirmed as well: the first apply it reports may never have reached a replica.
+    r = co_await impl->eval_durable(Script::commit, std::move(call.keys), std::move(call.args),
+                                    lost, "the commit",
+                                    [](const RedisReply& x) { return first_is(x, "ok"); });
+  } catch (const CommitUnknownError&) {
+    throw;
+  } catch (const BackendUnavailableError&) {
+    throw;  // nothing was sent, or the server refused the script before it ran
+  } catch (const ConfigurationError&) {
+    throw;
+  } catch (const Error& e) {
+    // Anything else came after the script was sent (a script error, a reply nobody expects):
+    // Redis keeps the writes a script made before it failed.
+    unknown = detail::commit_outcome_unknown(req, e.what());
+  }
+  if (unknown) std::rethrow_exception(unknown);
+  CommitResult result = detail::result_or_raise(detail::commit_answer(r, req, call), req);
   (void)impl->take_locks(req.session);  // the script released them
   co_return result;
 }

@@ -189,25 +189,28 @@ asio::awaitable<RedisReply> RedisImpl::run(Script script, std::vector<std::strin
   }
 }
 
-RedisImpl::Acked RedisImpl::split_acks(RedisReply both) {
-  Acked out;
+RedisImpl::Acked RedisImpl::split_acks(RedisReply both, LostReply lost, const char* what) {
   if (both.type != RedisReply::Type::array || both.elements.size() != 2)
-    throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to a script and WAIT");
-  out.reply = std::move(both.elements[0]);
-  const RedisReply& wait = both.elements[1];
-  if (wait.is_error()) throw_redis_server_error("WAIT", wait.str);
-  if (wait.type != RedisReply::Type::integer)
-    throw Error(ErrorCode::backend_unavailable, "redis: unexpected reply to WAIT");
-  out.replicas = wait.integer;
-  return out;
+    std::rethrow_exception(
+        lost_reply_error("redis", lost, Loss::no_reply,
+                         fmt::format("an unexpected reply to the script and WAIT for {}", what)));
+  return Acked{std::move(both.elements[0]), std::move(both.elements[1])};
 }
 
-void RedisImpl::confirm_replicas(long long acked, LostReply lost, const char* what) const {
-  if (acked >= options.replicas_to_ack()) return;
-  const std::string why = fmt::format(
-      "only {} of the {} replicas replicas_to_ack asks for confirmed {} within {} ms (WAIT), so a "
-      "failover now could lose it",
-      acked, options.replicas_to_ack(), what, options.replica_ack_timeout().count());
+void RedisImpl::confirm_replicas(const RedisReply& wait, LostReply lost, const char* what) const {
+  std::string why;
+  if (wait.is_error()) {
+    why = fmt::format("WAIT for the replicas to confirm {} failed ({})", what, wait.str);
+  } else if (wait.type != RedisReply::Type::integer) {
+    why = fmt::format("an unexpected reply to WAIT for {}", what);
+  } else if (wait.integer >= options.replicas_to_ack()) {
+    return;
+  } else {
+    why = fmt::format(
+        "only {} of the {} replicas replicas_to_ack asks for confirmed {} within {} ms (WAIT), so "
+        "a failover now could lose it",
+        wait.integer, options.replicas_to_ack(), what, options.replica_ack_timeout().count());
+  }
   std::rethrow_exception(lost_reply_error("redis", lost, Loss::no_reply, why));
 }
 

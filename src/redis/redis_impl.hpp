@@ -65,8 +65,8 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
                                            const char* what, Succeeded succeeded) {
     RedisReply both = co_await run(script, std::move(keys), std::move(args), lost, wait_);
     if (!wait_) co_return both;
-    Acked acked = split_acks(std::move(both));
-    if (succeeded(acked.reply)) confirm_replicas(acked.replicas, lost, what);
+    Acked acked = split_acks(std::move(both), lost, what);
+    if (succeeded(acked.reply)) confirm_replicas(acked.wait, lost, what);
     co_return std::move(acked.reply);
   }
   // A command with keys, on the node of `key`'s slot.
@@ -100,13 +100,16 @@ class RedisImpl : public std::enable_shared_from_this<RedisImpl> {
   asio::awaitable<RedisReply> run(Script script, std::vector<std::string> keys,
                                   std::vector<std::string> args, LostReply lost,
                                   RedisConnection::Args after);
-  // The script's reply and WAIT's count of replicas that confirmed it.
+  // The script's reply and WAIT's.
   struct Acked {
     RedisReply reply;
-    long long replicas = 0;
+    RedisReply wait;
   };
-  static Acked split_acks(RedisReply both);
-  void confirm_replicas(long long acked, LostReply lost, const char* what) const;
+  static Acked split_acks(RedisReply both, LostReply lost, const char* what);
+  // Throws unless WAIT counted enough replicas. The script ran before WAIT answered: a WAIT that
+  // fails (-UNBLOCKED on a demotion or CLIENT UNBLOCK) leaves the outcome unknown, as a lost
+  // reply does.
+  void confirm_replicas(const RedisReply& wait, LostReply lost, const char* what) const;
   std::string sha_of(Script s) const;
   void remember_sha(Script s, std::string sha);
 

@@ -1,5 +1,7 @@
 #include "state_codec.hpp"
 
+#include <fmt/format.h>
+
 #include "reply_reader.hpp"
 
 namespace statepact::detail {
@@ -60,7 +62,14 @@ ScriptCall encode_register(const KeyLayout& layout, const std::string& name, con
   return call;
 }
 
-bool decode_register(const RedisReply& r) {
+bool decode_register(const RedisReply& r, const std::string& name) {
+  if (r.type == RedisReply::Type::integer && r.integer == -1)
+    throw ConfigurationError(fmt::format(
+        "redis: resource '{}' is registered in the key form of versions before Redis Cluster "
+        "support only; registering it again would fork its state. Fix: stop every client of the "
+        "earlier version, then run RedisBackend::upgrade_key_layout() (statepactctl migrate). "
+        "Nothing was changed",
+        name));
   return flag_reply(r, "register_resource");
 }
 

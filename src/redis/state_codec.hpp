@@ -20,10 +20,11 @@ namespace statepact::detail {
 // A stored entry; nil: never written.
 Entry decode_entry(const RedisReply& stored);
 
-// register_resource.lua: 1 created | 0 already registered
+// register_resource.lua: 1 created | 0 already registered | -1 registered in the key form of
+// versions before the grouped form only: ConfigurationError (run the key-layout upgrade)
 ScriptCall encode_register(const KeyLayout& layout, const std::string& name, const Value& state,
                            ResourcePolicy policy);
-bool decode_register(const RedisReply& reply);
+bool decode_register(const RedisReply& reply, const std::string& name);
 
 // set_policy.lua: 1 set | 0 not registered
 ScriptCall encode_set_policy(const KeyLayout& layout, const std::string& name,

@@ -116,7 +116,8 @@ Thrown acquire_against(std::string evalsha) {
     const auto url = "redis://127.0.0.1:" + std::to_string(acc.local_endpoint().port()) + "/0";
     Thrown t;
     {
-      sp::RedisBackend b(ex, url);
+      // Short: TRYAGAIN and CLUSTERDOWN are resent until the deadline, then reported.
+      sp::RedisBackend b(ex, url, sp::RedisOptions().command_timeout(500ms));
       try {
         co_await b.acquire_lease("job", "worker", 30s);
         t.what = "no exception";

@@ -2,8 +2,10 @@
 // an earlier one waits queues behind it instead of taking the lock in the gap between a release
 // and the waiter's next poll. Without that, a deadlock victim that retries at once takes back the
 // key the winner waits for, and the two meet in the same cycle again (a livelock).
+#include <chrono>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <asio/co_spawn.hpp>
@@ -14,6 +16,9 @@
 
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
+#include "lock_poll.hpp"  // src/redis
+#include "redis_admin.hpp"
+#include "scripts.hpp"  // generated from src/redis/lua
 
 namespace sp = statepact;
 using namespace std::chrono_literals;
@@ -86,4 +91,39 @@ TEST_CASE("a lock waiter that gives up leaves the queue at once", "[redis][integ
     co_await take_and_release(b, s3, r, order, 500ms);
     CHECK(order == std::vector<sp::SessionId>{s3});
   });
+}
+
+// A crashed waiter never removes its record from the wait-for graph, and a walk reaches it only if
+// someone waits for its owner. Its record must still go within three record ttls of its last
+// poll: when nobody waits any more, and while others keep waiting.
+TEST_CASE("a crashed lock waiter's record leaves the wait-for graph within its bound",
+          "[redis][integration]") {
+  using clock = std::chrono::steady_clock;
+  sp::test::RedisAdmin admin;
+  const std::string waits = "waits-" + sp::test::random_hex() + ":waits";
+  const auto ttl = sp::detail::LockPoll::wait_record_ttl;
+  const auto bound = 3 * ttl + 500ms;  // and a margin for this test's polls
+  // One poll's record, as the lock wait writes it.
+  auto wait = [&](const std::string& owner, const std::string& holder) {
+    return admin.command({"EVAL", sp::detail::scripts::wait, "1", waits, owner,
+                          std::to_string(ttl.count()), holder});
+  };
+  auto recorded = [&](const std::string& owner) {
+    return admin.command({"HEXISTS", waits, owner}) == "1";
+  };
+
+  REQUIRE(wait("dead:1", "holder:1") == "wait");
+  auto since = clock::now();
+  while (recorded("dead:1") && clock::now() - since < bound) std::this_thread::sleep_for(50ms);
+  CHECK_FALSE(recorded("dead:1"));  // nobody waits any more
+
+  REQUIRE(wait("dead:2", "holder:2") == "wait");
+  since = clock::now();
+  while (recorded("dead:2") && clock::now() - since < bound) {
+    REQUIRE(wait("live:1", "holder:3") == "wait");  // never reaches dead:2 in its walk
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK_FALSE(recorded("dead:2"));  // others kept waiting
+  CHECK(recorded("live:1"));
+  admin.command({"DEL", waits});
 }

@@ -147,9 +147,26 @@ TEST_CASE("keys an earlier version wrote for names with a group are moved, fence
     CHECK(payment_keys == 2);  // lease, fence
     const auto hidden = co_await b.current_fence(items);
     CHECK(hidden == 0);  // what the hazard looks like
+    // An acquire sees the earlier form too: tokens go on above its mark.
     auto early = co_await b.acquire_lease(payment, "worker-n", 30s);
-    CHECK(early.token == 1);
+    CHECK(early.token == 4);
     co_await b.release_lease(early);
+    // A lease the earlier form holds is another owner's; a resource registered only in the
+    // earlier form is not registered again beside it.
+    bool busy = false;
+    try {
+      co_await b.acquire_lease(items, "worker-n", 30s);
+    } catch (const sp::LeaseNotAvailableError& e) {
+      busy = e.holder() == "worker-b";
+    }
+    CHECK(busy);
+    bool refused = false;
+    try {
+      co_await b.register_resource(items, stock);
+    } catch (const sp::ConfigurationError& e) {
+      refused = std::string(e.what()).find("upgrade_key_layout") != std::string::npos;
+    }
+    CHECK(refused);
 
     const auto up = co_await b.upgrade_key_layout();
     CHECK(up.resources == 2);
@@ -170,9 +187,9 @@ TEST_CASE("keys an earlier version wrote for names with a group are moved, fence
     CHECK(next.token == held.token + 1);
     // `payment`'s fence is the larger mark of the two forms: no token is issued twice.
     const auto payment_fence = co_await b.current_fence(payment);
-    CHECK(payment_fence == 3);
+    CHECK(payment_fence == 4);
     auto after = co_await b.acquire_lease(payment, "worker-z", 30s);
-    CHECK(after.token == 4);
+    CHECK(after.token == 5);
     // A plain name's keys never moved; a second run moves nothing and reports the same lease.
     const auto plain_found = co_await b.list_resources(std::string("plain"));
     CHECK(plain_found.size() == 1);

@@ -222,6 +222,55 @@ TEST_CASE("redis commit codec: a reply the script never gives is an error, not a
   CHECK(text == "redis: unexpected reply to commit");
 }
 
+TEST_CASE("redis commit codec: a reply to a sent commit that cannot be read leaves it unknown",
+          "[codec][redis]") {
+  sp::CommitRequest req = sample_request();
+  req.idempotency_key = "k";
+  const auto call = d::encode_commit(req, d::KeyLayout("sp"), 60s, {}, "");
+  for (const auto& r : {sp::test::words({"ok", "1", "{not json"}),
+                        sp::test::words({"ok", "1", R"({"a":1.2345678901235e+14})"}),
+                        sp::test::words({"ok", "0", "", "a"}), sp::test::words({"stale"})}) {
+    bool unknown = false, retryable = false;
+    std::string text;
+    try {
+      (void)d::commit_answer(r, req, call);
+    } catch (const sp::CommitUnknownError& e) {
+      unknown = true;
+      retryable = e.retryable();
+      text = e.what();
+    } catch (const sp::Error&) {
+    }
+    CHECK(unknown);
+    CHECK(retryable);  // it carries an idempotency key
+    CHECK(text.find("unexpected reply to commit") != std::string::npos);
+  }
+  req.idempotency_key.reset();
+  bool unknown = false, retryable = true;
+  try {
+    (void)d::commit_answer(sp::test::words({"ok", "0", "", "a"}), req, call);
+  } catch (const sp::CommitUnknownError& e) {
+    unknown = true;
+    retryable = e.retryable();
+  }
+  CHECK(unknown);
+  CHECK_FALSE(retryable);
+}
+
+TEST_CASE("redis commit codec: a stored result keeps versions exact", "[codec][redis]") {
+  const sp::CommitRequest req = sample_request();
+  const auto call = d::encode_commit(req, d::KeyLayout("sp"), 60s, {}, "");
+  auto replay = std::get<sp::CommitResult>(d::decode_commit(
+      sp::test::words({"ok", "1", R"({"a":"123456789012346","b":"7"})"}), req, call));
+  CHECK(replay.versions == std::map<std::string, sp::Version>{{"a", 123456789012346u}, {"b", 7}});
+  for (const char* bad : {R"({"a":"x"})", R"({"a":"-1"})", R"({"a":""})"}) {
+    INFO(bad);
+    auto [code, text] = error_of([&] {
+      (void)d::decode_commit(sp::test::words({"ok", "1", bad}), req, call);
+    });
+    CHECK(text == "redis: unexpected reply to commit");
+  }
+}
+
 TEST_CASE("postgres commit codec: the call's JSON body", "[codec][postgres]") {
   const sp::Value body = sp::Value::parse(d::pg::encode_commit(sample_request(), 60s));
   CHECK(body["resources"] == sp::Value({"b", "a"}));

@@ -181,8 +181,9 @@ TEST_CASE("redis state codec: register, exists, resource_info", "[codec][redis]"
   CHECK(call.keys ==
         std::vector<std::string>{layout.version("job"), layout.state("job"), layout.policy("job")});
   CHECK(call.args == std::vector<std::string>{"1", "k", "0 \"v\""});
-  CHECK(d::decode_register(num(1)));
-  CHECK_FALSE(d::decode_register(num(0)));
+  CHECK(d::decode_register(num(1), "job"));
+  CHECK_FALSE(d::decode_register(num(0), "job"));
+  CHECK_THROWS_AS(d::decode_register(num(-1), "{g}/job"), sp::ConfigurationError);
 
   const std::vector<std::string> names{"a", "b"};
   CHECK(d::decode_exists(num(0), names).verdict == d::Verdict::ok);

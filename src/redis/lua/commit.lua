@@ -30,6 +30,10 @@ if ARGV[HAS_KEY] == '1' then
     if rec[1] ~= ARGV[FINGERPRINT] then
       return {'idempotency_key_reused'}
     end
+    -- A replay reports the first apply, which may have come from another connection and never
+    -- reached a replica: this write (the record unchanged) is replicated behind it, so WAIT on
+    -- this connection covers the apply too.
+    redis.call('HSET', record_key, 'fp', rec[1])
     release_locks()
     return {'ok', '1', rec[2]}
   end
@@ -77,7 +81,8 @@ for _ = 1, nw do
   if not v then
     v = string.format('%.0f', redis.call('INCR', version_key(ri)))
     versions[ri] = v
-    result[resource_name(ri)] = tonumber(v)
+    -- Kept as text: cjson writes numbers with 14 significant digits.
+    result[resource_name(ri)] = v
     reply[#reply + 1] = resource_name(ri)
     reply[#reply + 1] = v
   end
