@@ -16,6 +16,7 @@ catch_discover_tests(statepact_conformance_postgres TEST_PREFIX "postgres: " EXT
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(STATEPACT_TEST_PQXX REQUIRED IMPORTED_TARGET libpqxx)
 add_executable(statepact_integration_postgres
+  integration/postgres_clock_step_test.cpp
   integration/postgres_deadline_test.cpp
   integration/postgres_errors_test.cpp
   integration/postgres_idempotency_purge_test.cpp

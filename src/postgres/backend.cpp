@@ -28,6 +28,7 @@
 #include "call.hpp"
 #include "commit_codec.hpp"
 #include "failures.hpp"
+#include "jsonb_text.hpp"
 #include "lease_codec.hpp"
 #include "migrate.hpp"
 #include "state_codec.hpp"
@@ -429,7 +430,7 @@ asio::awaitable<bool> PostgresBackend::register_resource(std::string name, Value
   auto impl = impl_;
   detail::validate_initial_state(name, initial_state);
   const auto rows = co_await impl->query(LostReply::write(), pg::stmt::register_resource.name, name,
-                                         initial_state.dump(), policy.fence_required);
+                                         pg::jsonb_text(initial_state), policy.fence_required);
   const bool created = pg::decode_register(rows);
   impl->known.remember(name);
   co_return created;

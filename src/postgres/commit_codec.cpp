@@ -6,6 +6,8 @@
 
 #include <statepact/errors.hpp>
 
+#include "jsonb_text.hpp"
+
 namespace statepact::detail::pg {
 
 std::string encode_commit(const CommitRequest& req, milliseconds retention) {
@@ -42,7 +44,7 @@ std::string encode_commit(const CommitRequest& req, milliseconds retention) {
     body["fingerprint"] = req.fingerprint;
     body["retention_ms"] = retention.count();
   }
-  return body.dump();
+  return jsonb_text(body);
 }
 
 std::optional<CommitOneCall> encode_commit_one(const CommitRequest& req) {
@@ -67,11 +69,11 @@ std::optional<CommitOneCall> encode_commit_one(const CommitRequest& req) {
     writes.push_back(std::move(x));
   }
   call.checks = checks.dump();
-  call.writes = writes.dump();
+  call.writes = jsonb_text(writes);
   if (req.checks.empty() && req.writes.size() == 1) {
     const auto& w = req.writes.front();
     call.only_write = CommitOneCall::OnlyWrite{w.key, std::nullopt};
-    if (w.value) call.only_write->value = w.value->dump();
+    if (w.value) call.only_write->value = jsonb_text(*w.value);
   }
   return call;
 }

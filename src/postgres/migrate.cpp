@@ -13,7 +13,7 @@ namespace {
 // Append only: a released version is never edited, a change is a new version.
 constexpr Migration migrations[] = {{1, schema_v1_sql}, {2, schema_v2_sql}, {3, schema_v3_sql},
                                     {4, schema_v4_sql}, {5, schema_v5_sql}, {6, schema_v6_sql},
-                                    {7, schema_v7_sql}};
+                                    {7, schema_v7_sql}, {8, schema_v8_sql}};
 
 // Distinct from the lease (one bigint key) and idempotency (1936745331) advisory locks.
 constexpr int migration_lock_class = 1936745332;

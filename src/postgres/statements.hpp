@@ -13,24 +13,32 @@ struct Statement {
 };
 
 inline constexpr Statement acquire{"sp_acquire", "SELECT * FROM statepact_acquire($1, $2, $3)"};
-// statepact_acquire's upsert (schema_v6.sql), answering only when the lease is the caller's:
-// free or expired takes the next token, the owner's live lease keeps its own. The clock is read
-// after ON CONFLICT has locked the row.
+// statepact_acquire's upsert (schema_v8.sql), answering only when the lease is the caller's:
+// free or expired takes the next token, the owner's live lease keeps its own. ON CONFLICT locks
+// the row before it weighs the WHERE clause; `n` is read at its first use, there, so the clock is
+// read once, after the lock, and that one reading decides "expired" and "keep the token" and dates
+// the new expiry (a clock stepping back between two readings gave a new owner the old owner's
+// token). A change of owner moves the token on whatever the clock says. A new row needs no
+// decision: token 1, its own reading.
 inline constexpr Statement acquire_taken{
     "sp_acquire_taken",
+    "WITH n AS MATERIALIZED (SELECT clock_timestamp() AS t) "
     "INSERT INTO statepact_leases AS l (resource, owner, token, expires_at, ttl_ms) "
     "VALUES ($1, $2, 1, clock_timestamp() + $3::bigint * interval '1 millisecond', $3::bigint) "
     "ON CONFLICT (resource) DO UPDATE "
-    "SET token = CASE WHEN l.expires_at > clock_timestamp() THEN l.token ELSE l.token + 1 END, "
+    "SET token = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > (SELECT n.t FROM n) "
+    "THEN l.token ELSE l.token + 1 END, "
     "owner = EXCLUDED.owner, "
-    "expires_at = clock_timestamp() + EXCLUDED.ttl_ms * interval '1 millisecond', "
+    "expires_at = (SELECT n.t FROM n) + EXCLUDED.ttl_ms * interval '1 millisecond', "
     "ttl_ms = EXCLUDED.ttl_ms "
-    "WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner "
+    "WHERE l.expires_at <= (SELECT n.t FROM n) OR l.owner = EXCLUDED.owner "
     "RETURNING 'ok'::text, l.owner, l.token, "
     "(extract(epoch FROM l.expires_at) * 1000000)::bigint, l.ttl_ms"};
 inline constexpr Statement renew{"sp_renew", "SELECT * FROM statepact_renew($1, $2, $3, $4)"};
 // statepact_renew's 'ok' branch (schema_v5.sql) as one UPDATE: only the stored lease itself (same
-// owner and token) while live. A row updated meanwhile is weighed again after the lock.
+// owner and token) while live. A row updated meanwhile is weighed again after the lock. "Live" is
+// the one decision, from one reading in the WHERE; the SET's reading, after the lock, only dates
+// the new expiry (a token never changes here).
 inline constexpr Statement renew_renewed{
     "sp_renew_renewed",
     "UPDATE statepact_leases l "

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <random>
@@ -45,6 +47,31 @@ template <class M>
 asio::awaitable<std::string> make_resource(M& manager, std::string name, const char* state_json) {
   co_await manager.register_resource(name, sp::Value::parse(state_json));
   co_return name;
+}
+
+// Doubles that JSON text or a store may change: the sign of zero, integral values that print with
+// an exponent (1e15 and up), the extremes and the smallest subnormal.
+inline std::vector<double> awkward_doubles() {
+  return {-0.0,
+          0.0,
+          1e15,
+          -1e15,
+          1e16,
+          1.5e17,
+          1152921504606846976.0 /* 2^60 */,
+          -1e18,
+          1.8446744073709552e19,
+          1e300,
+          -1.7976931348623157e308,
+          5e-324,
+          -5e-324,
+          0.1};
+}
+
+// A double read back as a double with the same bits.
+inline bool same_double(const std::optional<sp::Value>& v, double x) {
+  return v && v->is_number_float() &&
+         std::bit_cast<std::uint64_t>(v->get<double>()) == std::bit_cast<std::uint64_t>(x);
 }
 
 }  // namespace conformance
@@ -113,6 +140,68 @@ TEMPLATE_LIST_TEST_CASE("writes are buffered, read back, and applied only by com
     auto awaited9 = co_await sp::test::thrown<sp::InvalidArgumentError>(
         [&] { return m.session(sp::SessionOptions("a").resource(r).resource(r2).fence(1)); });
     CHECK(awaited9);
+  });
+}
+
+TEMPLATE_LIST_TEST_CASE("doubles come back as the same doubles, the sign of zero included",
+                        "[conformance][session]", ConformanceFixtures) {
+  sp::test::run([](asio::any_io_executor ex) -> asio::awaitable<void> {
+    using B = typename TestType::backend_type;
+    TestType fx(ex);
+    sp::Manager<B> m(fx.backend());
+    const auto xs = conformance::awkward_doubles();
+    const auto r = fx.resource("doubles");
+    // Every way a value reaches storage: the initial state, a commit of one write, a commit of
+    // several, an idempotent commit; and values nested in arrays and objects.
+    sp::Value state = sp::Value::object();
+    for (std::size_t i = 0; i < xs.size(); ++i) state["init" + std::to_string(i)] = xs[i];
+    co_await m.register_resource(r, state);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      auto s = co_await m.session(sp::SessionOptions("a").resource(r));
+      co_await s.write("one" + std::to_string(i), xs[i]);
+      co_await s.commit();
+    }
+    {
+      auto s = co_await m.session(sp::SessionOptions("a").resource(r));
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        co_await s.write("many" + std::to_string(i), xs[i]);
+      co_await s.commit();
+    }
+    sp::Value list = sp::Value::array(), doc = sp::Value::object();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      list.push_back(xs[i]);
+      doc["d" + std::to_string(i)] = xs[i];
+    }
+    {
+      auto s = co_await m.session(
+          sp::SessionOptions("a").resource(r).idempotency_key(fx.resource("doubles-key")));
+      co_await s.write("list", list);
+      co_await s.write("doc", doc);
+      co_await s.commit();
+    }
+    const std::vector<std::string> paths{"init", "one", "many"};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      INFO("double " << xs[i] << " (" << i << ")");
+      for (const std::string& path : paths) {
+        INFO("written by " << path);
+        auto e = co_await fx.backend().read(r, path + std::to_string(i));
+        CHECK(conformance::same_double(e.value, xs[i]));
+      }
+    }
+    // Read through a snapshot too (one call for every key of the resource).
+    auto s =
+        co_await m.session(sp::SessionOptions("a").resource(r).isolation(sp::Isolation::snapshot));
+    auto got_list = co_await s.read("list");
+    auto got_doc = co_await s.read("doc");
+    REQUIRE(got_list);
+    REQUIRE(got_list->is_array());
+    REQUIRE(got_list->size() == xs.size());
+    REQUIRE(got_doc);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      INFO("double " << xs[i] << " (" << i << ")");
+      CHECK(conformance::same_double((*got_list)[i], xs[i]));
+      CHECK(conformance::same_double(got_doc->value("d" + std::to_string(i), sp::Value()), xs[i]));
+    }
   });
 }
 

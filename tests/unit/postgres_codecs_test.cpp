@@ -1,10 +1,14 @@
 // The PostgreSQL lease, state and lock codecs against canned answer rows (text format, as the
-// server sends them), answers the functions never give included. No server.
+// server sends them), answers the functions never give included; values as JSON text for jsonb.
+// No server.
 #include <catch2/catch.hpp>
 
+#include <bit>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../postgres/jsonb_text.hpp"
 #include "../postgres/lease_codec.hpp"
 #include "../postgres/state_codec.hpp"
 
@@ -176,4 +180,47 @@ TEST_CASE("postgres lock codec", "[codec][postgres]") {
       "statepact_lock");
   check_unexpected([] { pg::decode_lock(one({"missing", sql_null, "0"})); }, "statepact_lock");
   check_unexpected([] { pg::decode_lock(one({"busy", sql_null, sql_null})); }, "statepact_lock");
+}
+
+TEST_CASE("postgres values: doubles jsonb would change are written so that they come back",
+          "[codec][postgres]") {
+  auto text = [](double x) { return pg::jsonb_text(sp::Value(x)); };
+  // A numeric keeps its scale but not the sign of zero, and reads an exponent as digits.
+  CHECK(text(-0.0) == "-1e-400");
+  CHECK(text(1e15) == "1000000000000000.0");
+  CHECK(text(-1e15) == "-1000000000000000.0");
+  CHECK(text(1e16) == "10000000000000000.0");
+  CHECK(text(1.5e17) == "150000000000000000.0");
+  CHECK(text(1152921504606846976.0) == "1152921504606846976.0");
+  const std::string huge = text(1e300);
+  CHECK(huge.size() == 303);
+  CHECK(huge.rfind("1000000000000000052504760255204420248704468581108159", 0) == 0);
+  CHECK(huge.substr(huge.size() - 2) == ".0");
+  // Every other number as Value::dump() writes it.
+  for (double x : {0.0, 1.5, -2.25, 1e14, 999999999999999.0, 1e15 + 0.5, 1e-7, 5e-324, 0.1})
+    CHECK(text(x) == sp::Value(x).dump());
+  CHECK(pg::jsonb_text(sp::Value(1000000000000000000LL)) == "1000000000000000000");
+  // Nested, with keys that need escaping; a value without such doubles is dump()'s text.
+  sp::Value doc = sp::Value::object();
+  doc["a\"b"] = sp::Value::array({sp::Value(-0.0), sp::Value(1), sp::Value("x")});
+  doc["c"] = sp::Value::object();
+  doc["c"]["d"] = 1e16;
+  CHECK(pg::jsonb_text(doc) == R"({"a\"b":[-1e-400,1,"x"],"c":{"d":10000000000000000.0}})");
+  CHECK(sp::Value::parse(pg::jsonb_text(doc)) == doc);
+  sp::Value plain = sp::Value::parse(R"({"a":[1,2.5,"\u00e9"],"b":null})");
+  CHECK(pg::jsonb_text(plain) == plain.dump());
+
+  // What jsonb sends back for them is read as the same doubles.
+  auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  auto read = [](std::string field) {
+    return pg::json_at(pg::Row{std::move(field)}, 0, "statepact_read").value();
+  };
+  const auto zero = read("-0." + std::string(399, '0') + "1");
+  REQUIRE(zero.is_number_float());
+  CHECK(bits(zero.get<double>()) == bits(-0.0));
+  for (double x : {1e15, 1e16, 1.5e17, 1152921504606846976.0, -1e18, 1e300}) {
+    const auto back = read(text(x));
+    REQUIRE(back.is_number_float());
+    CHECK(bits(back.get<double>()) == bits(x));
+  }
 }

@@ -22,7 +22,10 @@ inline constexpr milliseconds max_ttl = std::chrono::hours(24 * 7);
 inline constexpr milliseconds max_idempotency_retention = std::chrono::hours(24 * 365);
 inline constexpr milliseconds max_timeout = std::chrono::hours(1);  // lock waits, calls, connects
 // Values: nesting (each array or object is a level) and size (bytes of the value's JSON text, as
-// Value::dump() writes it). Every backend stores what passes these faithfully.
+// Value::dump() writes it). What passes reads back equal on every backend, doubles as doubles with
+// the same bits (the sign of zero included: PostgreSQL's jsonb would change -0.0 and integral
+// doubles from 1e15 up, so that backend writes them in forms jsonb keeps); a non-negative integer
+// may come back as an unsigned one, which compares equal.
 inline constexpr std::size_t max_value_depth = 100;
 inline constexpr std::size_t max_value_bytes = std::size_t(1) << 20;    // 1 MiB per value
 inline constexpr std::size_t max_commit_bytes = std::size_t(16) << 20;  // 16 MiB per commit
