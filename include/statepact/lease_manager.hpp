@@ -7,15 +7,12 @@
 #include <chrono>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <type_traits>
 
 #include <asio/awaitable.hpp>
 #include <asio/co_spawn.hpp>
-#include <asio/error.hpp>
 #include <asio/experimental/deferred.hpp>
 #include <asio/experimental/parallel_group.hpp>
 #include <asio/steady_timer.hpp>
@@ -24,6 +21,9 @@
 
 #include <statepact/backend.hpp>
 #include <statepact/detail/backoff.hpp>
+#include <statepact/detail/hold_deadline.hpp>
+#include <statepact/detail/hold_keeper.hpp>
+#include <statepact/detail/hold_state.hpp>
 #include <statepact/detail/lease_registration.hpp>
 #include <statepact/detail/validate.hpp>
 #include <statepact/errors.hpp>
@@ -46,14 +46,16 @@ class HoldOptions {
     ttl_ = d;
     return *this;
   }
-  /// Renews the lease in the background while the body runs (default: off, so a body that outlives
-  /// the ttl may lose the lease to a takeover).
+  /// Renews the lease in the background while the body runs (default: off, so the lease is lost,
+  /// and the body told, at its local deadline: see LeaseManager::hold()).
   HoldOptions& auto_renew(bool on) {
     auto_renew_ = on;
     return *this;
   }
-  /// The renewal interval with auto_renew, measured on the local steady clock; it must be positive
-  /// and shorter than the ttl. Default: a third of the ttl, well inside it.
+  /// The renewal interval with auto_renew, measured on the local steady clock from the send of the
+  /// last successful renewal; it must be positive and shorter than the ttl less hold()'s margin
+  /// (2 % of the ttl + 10 ms). Default: a third of the ttl, so two renewals can fail or come late
+  /// before the local deadline.
   HoldOptions& renew_every(milliseconds d) {
     renew_every_ = d;
     return *this;
@@ -64,8 +66,9 @@ class HoldOptions {
     wait_ = d;
     return *this;
   }
-  /// On a lost renewal, cancel the body through Asio cancellation (default), or only mark the
-  /// handle lost (HeldLease::lost()) and let the body notice.
+  /// On a loss (a renewal refused, or the local deadline passed), cancel the body through Asio
+  /// cancellation (default), or only mark the handle lost (HeldLease::lost()) and let the body
+  /// notice.
   HoldOptions& cancel_on_loss(bool on) {
     cancel_on_loss_ = on;
     return *this;
@@ -99,37 +102,6 @@ class HoldOptions {
   std::optional<ResourcePolicy> policy_;
 };
 
-namespace detail {
-
-// Shared by the body and the renewal loop, which may run on different threads.
-class HoldState {
- public:
-  explicit HoldState(Lease lease) : lease_(std::move(lease)) {}
-  Lease lease() const {
-    std::lock_guard g(mu_);
-    return lease_;
-  }
-  void renewed(Lease lease) {
-    std::lock_guard g(mu_);
-    lease_ = std::move(lease);
-  }
-  void lost(std::exception_ptr e) {
-    std::lock_guard g(mu_);
-    if (!failure_) failure_ = std::move(e);
-  }
-  std::exception_ptr failure() const {
-    std::lock_guard g(mu_);
-    return failure_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  Lease lease_;
-  std::exception_ptr failure_;
-};
-
-}  // namespace detail
-
 /// What the body of hold() may take instead of `const Lease&`: the live view of the held lease.
 /// hold() makes it and it is valid for the body's run. Its calls are thread-safe (a mutex guards
 /// the state it shares with the renewal loop, which may run on another thread).
@@ -141,12 +113,12 @@ class HeldLease {
   Lease lease() const { return state_->lease(); }
   /// The lease's fencing token: give it to the sessions that write under this lease.
   Token token() const { return state_->lease().token; }
-  /// True once the lease is lost (storage said so, or renewals kept failing until it was about to
-  /// expire): stop working, do not commit under this token. Only auto_renew detects a loss; without
-  /// it this stays false (a stale token is still refused at commit).
+  /// True once the lease is lost (a renewal found it gone, or its local deadline passed with no
+  /// renewal answered in time: see LeaseManager::hold()): stop working, do not commit under this
+  /// token. It turns true before storage can let another owner in.
   bool lost() const { return state_->failure() != nullptr; }
-  /// Throws the loss (LeaseLostError; when renewals kept failing, with the last failure nested:
-  /// std::rethrow_if_nested) if there was one; otherwise does nothing.
+  /// Throws the loss (LeaseLostError; when renewals were failing at the deadline, with the last
+  /// failure nested: std::rethrow_if_nested) if there was one; otherwise does nothing.
   /// @throws LeaseLostError if lost() is true (not retryable: stop, re-acquire, re-read).
   void check() const {
     if (auto e = state_->failure()) std::rethrow_exception(e);
@@ -165,8 +137,9 @@ class HeldLease {
 /// Every call is one or a few backend round trips; none retries on its own, except acquire() and
 /// hold() waiting for a busy lease, and hold()'s renewals.
 ///
-/// Times: ttls and `expires_at` are decided by the backend's clock; the waits and renewal
-/// intervals this class schedules itself are measured on the local std::chrono::steady_clock.
+/// Times: ttls and `expires_at` are decided by the backend's clock; the waits, renewal intervals
+/// and hold()'s local deadline this class schedules itself are measured on the local
+/// std::chrono::steady_clock.
 ///
 /// Cancellation (Asio): a request already sent to storage is not interrupted; it completes, and the
 /// cancelled coroutine gets std::system_error(asio::error::operation_aborted) at its next co_await,
@@ -370,28 +343,45 @@ class LeaseManager {
                                              lease.token, lease.resource));
   }
 
-  /// Runs body while holding the lease. body(const Lease&) or body(HeldLease&) returns an
-  /// asio::awaitable; hold returns what it returns. The lease is released on every exit; a renewal
-  /// failure is rethrown from here (after the body stopped) and never swallowed.
+  /// Runs body while holding the lease, and tells the body the lease is lost before storage can
+  /// let another owner in. body(const Lease&) or body(HeldLease&) returns an asio::awaitable; hold
+  /// returns what it returns. The lease is released on every exit; a loss is rethrown from here
+  /// (after the body stopped) and never swallowed.
   ///
   /// Steps: validate the options; register the resource (empty state) if needed, setting
   /// `options.policy()` if given; acquire, waiting up to `options.wait()` as acquire() does; run
-  /// the body. With `options.auto_renew()` a renewal loop runs beside the body on the caller's
-  /// executor, every `renew_every` (default ttl / 3). A renewal answered with LeaseLostError loses
-  /// the lease at once; any other renewal failure is retried every quarter of the interval until
-  /// the lease, counted on the local clock from the start of the last successful renewal, is about
-  /// to expire, and is then a loss too. On a loss the body is cancelled (Asio cancellation: its
-  /// next co_await throws std::system_error(asio::error::operation_aborted)), or with
-  /// `cancel_on_loss(false)` only HeldLease::lost() turns true. When the body has ended the lease
-  /// is released (a failing release is ignored: the lease then expires) and hold() returns the
-  /// body's value or rethrows, in this order of precedence: the loss, the body's exception.
+  /// the body, beside a watch of the local deadline and, with `options.auto_renew()`, a renewal
+  /// loop, all on the caller's executor.
   ///
-  /// @throws InvalidArgumentError for a bad name, ttl, wait (0 to 7 days) or, with auto_renew,
-  ///         a renew_every not positive or not shorter than the ttl; before any I/O.
+  /// The local deadline, on std::chrono::steady_clock: the moment the acquisition (or the last
+  /// renewal answered with success) was *sent*, plus the lease's ttl, less a margin of 2 % of the
+  /// ttl plus 10 ms. Storage applied that call no earlier than it was sent, so its expiry comes
+  /// later however late the reply came; the 2 % covers the rates of storage's clock and the local
+  /// clock (a disciplined clock is off by far less than 0.1 %), the 10 ms a late timer and the loss
+  /// reaching the body. The watch is a coroutine of its own: a renewal still in flight (a call may
+  /// take its whole call timeout) does not hold it back, and a reply that comes after the deadline
+  /// does not undo the loss. A forward step of storage's clock shortens the lease unseen: that is
+  /// not covered. Without auto_renew the deadline applies as well, so the body must end within the
+  /// ttl less the margin.
+  ///
+  /// Renewal: every `renew_every` (default ttl / 3), counted from the send of the last successful
+  /// renewal. A renewal answered with LeaseLostError loses the lease at once; any other failure is
+  /// retried every quarter of the interval until the deadline, which is then a loss with the last
+  /// failure nested. On a loss the body is cancelled (Asio cancellation: its next co_await throws
+  /// std::system_error(asio::error::operation_aborted)), or with `cancel_on_loss(false)` only
+  /// HeldLease::lost() turns true. If the acquisition is answered after the deadline, the body
+  /// never runs. When the body has ended the lease is released (a failing release is ignored: the
+  /// lease then expires) and hold() returns the body's value or rethrows, in this order of
+  /// precedence: the loss, the body's exception.
+  ///
+  /// @throws InvalidArgumentError for a bad name, ttl (1 ms to 7 days, and above the margin, so
+  ///         more than 10 ms), wait (0 to 7 days) or, with auto_renew, a renew_every (given or the
+  ///         default) not positive or not shorter than the ttl less the margin; before any I/O.
   /// @throws LeaseNotAvailableError if another owner still holds the lease after the wait; the
   ///         body never runs.
-  /// @throws LeaseLostError if the lease was lost while the body ran (not retryable); when
-  ///         renewals kept failing, the last failure is nested (std::rethrow_if_nested).
+  /// @throws LeaseLostError if the lease was lost while the body ran or before it started (not
+  ///         retryable); when renewals were failing at the deadline, the last failure is nested
+  ///         (std::rethrow_if_nested).
   /// Whatever the body throws is rethrown after the release. Cancelling the caller while the body
   /// runs cancels the body; the lease is released and what the body threw (normally
   /// std::system_error(asio::error::operation_aborted)) is rethrown. A cancellation that lands
@@ -403,38 +393,40 @@ class LeaseManager {
     using R = typename body_result<Body>::type;
     const milliseconds ttl = options.ttl().value_or(default_ttl_);
     detail::validate_ttl(ttl);
-    const milliseconds every = options.renew_every().value_or(ttl / 3);
-    if (options.auto_renew() && (every <= milliseconds::zero() || every >= ttl))
-      throw InvalidArgumentError(
-          fmt::format("renew_every must be positive and shorter than the ttl ({} ms), got {} ms",
-                      ttl.count(), every.count()));
+    std::optional<milliseconds> every;
+    if (options.auto_renew())
+      every = options.renew_every().value_or(detail::default_renew_every(ttl));
+    detail::validate_hold_timing(ttl, every);
 
     detail::validate_wait(options.wait());
     co_await detail::register_for_lease(*backend_, resource, owner, ttl, options.policy());
-    const Lease initial = co_await acquire_registered(resource, owner, ttl, options.wait());
-    auto state = std::make_shared<detail::HoldState>(initial);
+    detail::steady_time sent;
+    const Lease initial = co_await acquire_registered(resource, owner, ttl, options.wait(), &sent);
+    auto state = std::make_shared<detail::HoldState>(
+        initial, detail::HoldDeadline(sent, initial.ttl, every));
     HeldLease handle(state);
     std::exception_ptr body_error;
     std::optional<holder_t<R>> result;
 
-    if (!options.auto_renew()) {
-      try {
-        result = co_await run_body(body, handle, initial);
-      } catch (...) {
-        body_error = std::current_exception();
-      }
+    if (state->answered_late(std::chrono::steady_clock::now())) {
+      // Storage may let another owner in at any moment now: the body must not start.
+      const detail::ObserverTimer took(observer_);
+      detail::notify_held(observer_, LeaseEvent::lost, initial, took);
     } else {
       auto ex = co_await asio::this_coro::executor;
-      // The first to finish cancels the other: the body's end stops renewal, and a lost renewal
-      // (when cancel_on_loss) cancels the body. A cancellation already pending throws here before
-      // either starts; the lease must still be released below.
+      // The first to finish cancels the others: the body's end stops renewal and the deadline
+      // watch, and a loss (when cancel_on_loss) cancels the body. A cancellation already pending
+      // throws here before any starts; the lease must still be released below.
       try {
         auto outcome =
             co_await asio::experimental::make_parallel_group(
                 asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
                 asio::co_spawn(
-                    ex, renew_loop(backend_, state, every, options.cancel_on_loss(), observer_),
-                    asio::experimental::deferred))
+                    ex, detail::renew_held(backend_, state, options.cancel_on_loss(), observer_),
+                    asio::experimental::deferred),
+                asio::co_spawn(ex,
+                               detail::watch_deadline(state, options.cancel_on_loss(), observer_),
+                               asio::experimental::deferred))
                 .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
         body_error = std::get<1>(outcome);
         if (!body_error) result = std::move(std::get<2>(outcome));
@@ -477,14 +469,18 @@ class LeaseManager {
     co_return lease;
   }
 
+  // `sent`, if given, gets when the successful attempt was sent.
   asio::awaitable<Lease> acquire_registered(std::string resource, std::string owner,
-                                            milliseconds ttl, milliseconds wait) {
+                                            milliseconds ttl, milliseconds wait,
+                                            detail::steady_time* sent = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     const detail::ObserverTimer took(observer_);
     asio::steady_timer timer(co_await asio::this_coro::executor);
     for (int attempt = 1;; ++attempt) {
       try {
+        const auto attempt_sent = std::chrono::steady_clock::now();
         Lease lease = co_await backend_->acquire_lease(resource, owner, ttl);
+        if (sent) *sent = attempt_sent;
         detail::notify_lease(observer_, LeaseEvent::acquired, resource, owner, lease.token, took);
         co_return lease;
       } catch (const LeaseNotAvailableError&) {
@@ -515,82 +511,6 @@ class LeaseManager {
       out.value.emplace(co_await call(body, handle, lease));
     }
     co_return out;
-  }
-
-  // Renews every `every`. A renewal that fails for any reason but a lost lease is retried sooner,
-  // until the lease (by the local clock, from the start of the last successful renewal) is about
-  // to expire; only then is it lost, with the last failure nested in the LeaseLostError.
-  static asio::awaitable<void> renew_loop(B* backend, std::shared_ptr<detail::HoldState> state,
-                                          milliseconds every, bool cancel_on_loss,
-                                          Observer* observer) {
-    using steady = std::chrono::steady_clock;
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    const milliseconds retry = std::max(every / 4, milliseconds(1));
-    auto valid_until = steady::now() + state->lease().ttl;
-    milliseconds next = every;
-    for (;;) {
-      timer.expires_after(next);
-      co_await timer.async_wait(asio::use_awaitable);
-      next = every;
-      const auto started = steady::now();
-      const detail::ObserverTimer took(observer);
-      const Lease held = state->lease();
-      std::exception_ptr failure;
-      bool lost = false;
-      try {
-        Lease renewed = co_await backend->renew_lease(held, std::nullopt);
-        valid_until = started + renewed.ttl;
-        detail::notify_lease(observer, LeaseEvent::renewed, held.resource, held.owner, held.token,
-                             took);
-        state->renewed(std::move(renewed));
-        continue;
-      } catch (const LeaseLostError&) {
-        lost = true;
-        failure = std::current_exception();
-      } catch (const std::system_error& e) {
-        if (e.code() == asio::error::operation_aborted) throw;  // hold() is ending
-        failure = std::current_exception();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      if (!lost) {
-        if (steady::now() + retry < valid_until) {
-          detail::notify_lease(observer, LeaseEvent::renewal_failed, held.resource, held.owner,
-                               held.token, took);
-          next = retry;
-          continue;
-        }
-        failure = expired_after(held, failure);
-      }
-      detail::notify_lease(observer, LeaseEvent::lost, held.resource, held.owner, held.token, took);
-      state->lost(failure);
-      if (cancel_on_loss) co_return;
-      // Otherwise renewal stops and waits to be cancelled when the body ends.
-      timer.expires_at(asio::steady_timer::time_point::max());
-      co_await timer.async_wait(asio::use_awaitable);
-    }
-  }
-
-  // The loss after renewals kept failing: a LeaseLostError with the last failure nested in it.
-  static std::exception_ptr expired_after(const Lease& lease, std::exception_ptr cause) {
-    std::string why = "unknown error";
-    try {
-      std::rethrow_exception(cause);
-    } catch (const std::exception& e) {
-      why = e.what();
-    } catch (...) {
-    }
-    try {
-      try {
-        std::rethrow_exception(cause);
-      } catch (...) {
-        std::throw_with_nested(LeaseLostError(
-            lease.resource, lease.owner, lease.token, lease.token,
-            "renewals kept failing until the lease was about to expire; last failure: " + why));
-      }
-    } catch (...) {
-      return std::current_exception();
-    }
   }
 
   B* backend_;

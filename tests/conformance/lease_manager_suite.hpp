@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
+#include <numeric>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include <asio/bind_cancellation_slot.hpp>
@@ -20,6 +23,7 @@
 #include "../support/expect.hpp"
 #include "../support/run.hpp"
 #include "../support/sleep.hpp"
+#include "../support/slow_backend.hpp"
 #include "../support/workers.hpp"
 #include "fixture.hpp"
 
@@ -128,6 +132,175 @@ TEMPLATE_LIST_TEST_CASE("auto_renew with its default interval keeps the lease al
     auto fence = co_await fx.backend().current_fence(r);
     CHECK(fence == 1);  // one lease all along
   });
+}
+
+namespace conformance {
+
+// Storage whose leases expire as real time passes: a server backend's own, and for memory a backend
+// on the system clock (the memory fixture's clock moves only when a test advances it).
+template <class F>
+typename F::backend_type& real_time_storage(F& fx, std::unique_ptr<sp::MemoryBackend>& own) {
+  if constexpr (std::is_same_v<typename F::backend_type, sp::MemoryBackend>) {
+    own = std::make_unique<sp::MemoryBackend>();
+    return *own;
+  } else {
+    return fx.backend();
+  }
+}
+
+// A way for hold()'s replies to come late, and how its body waits for the loss.
+struct LateReplies {
+  const char* name;
+  sp::milliseconds acquire_delay;
+  sp::milliseconds renew_delay;
+  int renewals_failing;
+  bool auto_renew;
+  bool cancel_on_loss;
+  bool lost;          // hold() must throw LeaseLostError (else: the lease outlives the body)
+  bool nested_cause;  // the LeaseLostError must carry the renewals' last failure
+};
+
+}  // namespace conformance
+
+TEMPLATE_LIST_TEST_CASE("hold tells its body of the loss before another owner can take the lease",
+                        "[conformance][hold][deadline]", ConformanceFixtures) {
+  using steady = std::chrono::steady_clock;
+  const auto ttl = 1000ms;
+  // Each would leave the body running, untold, past the moment storage let worker-b in, if the
+  // local deadline were counted from a reply, had no margin, or waited for a renewal's answer.
+  static const conformance::LateReplies cases[] = {
+      // The first renewal is due a third of the ttl after the send: at once when the reply comes.
+      {"the acquire's reply comes late, after the first renewal was due", 800ms, 0ms, 0, true, true,
+       false, false},
+      {"the acquire's reply comes late and nothing renews", 300ms, 0ms, 0, false, false, true,
+       false},
+      {"a renewal is applied but its reply comes after the ttl", 0ms, 2000ms, 0, true, false, true,
+       false},
+      {"renewals fail, each after half the ttl", 0ms, 500ms, 1000, true, true, true, true},
+  };
+  const auto& c = cases[GENERATE(0, 1, 2, 3)];
+  INFO(c.name);
+  std::exception_ptr hold_error;
+  bool taken = false, untold = false;
+  steady::time_point t0{}, taken_at{}, body_ended{};
+  sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    TestType fx(ex);
+    std::unique_ptr<sp::MemoryBackend> own;
+    auto& storage = conformance::real_time_storage(fx, own);
+    using B = std::remove_reference_t<decltype(storage)>;
+    sp::test::SlowBackend<B> slow(storage);
+    slow.acquire_delay = c.acquire_delay;
+    slow.renew_delay = c.renew_delay;
+    slow.renewals_failing = c.renewals_failing;
+    sp::LeaseManager<sp::test::SlowBackend<B>> first(slow, ttl);
+    sp::LeaseManager<B> second(storage, ttl);
+    const auto r = fx.resource("hold-deadline");
+    bool running = false;
+    const sp::HeldLease* handle = nullptr;
+    t0 = steady::now();
+    auto body = [&](sp::HeldLease& held) -> asio::awaitable<void> {
+      handle = &held;
+      running = true;
+      struct Ended {  // however the body ends: returned, cancelled
+        bool& running;
+        steady::time_point& at;
+        ~Ended() {
+          running = false;
+          at = steady::now();
+        }
+      } ended{running, body_ended};
+      if (c.cancel_on_loss) {
+        co_await sp::test::sleep_for(2 * ttl);  // cancelled at a loss
+      } else {
+        while (!held.lost() && steady::now() - t0 < 2 * ttl) co_await sp::test::sleep_for(1ms);
+      }
+    };
+    auto holder = [&]() -> asio::awaitable<void> {
+      co_await first.hold(
+          r, "worker-a", body,
+          sp::HoldOptions().auto_renew(c.auto_renew).cancel_on_loss(c.cancel_on_loss));
+    };
+    // worker-b polls from the moment storage holds worker-a's lease until it gets the lease.
+    auto other = [&]() -> asio::awaitable<void> {
+      co_await sp::test::eventually([&] { return !slow.acquires_applied.empty(); }, 10s,
+                                    "worker-a's acquisition");
+      while (steady::now() - t0 < 10 * ttl) {
+        auto got = co_await second.try_acquire(r, "worker-b", 30s);
+        if (got) {
+          taken_at = steady::now();
+          taken = true;
+          untold = running && !handle->lost();
+          co_await second.release(*got);
+          co_return;
+        }
+        co_await sp::test::sleep_for(2ms);
+      }
+    };
+    auto [order, e1, e2] = co_await asio::experimental::make_parallel_group(
+                               asio::co_spawn(ex, holder(), asio::experimental::deferred),
+                               asio::co_spawn(ex, other(), asio::experimental::deferred))
+                               .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    hold_error = e1;
+    if (e2) std::rethrow_exception(e2);
+  });
+  using ms = std::chrono::milliseconds;
+  INFO("worker-b took the lease at "
+       << std::chrono::duration_cast<ms>(taken_at - t0).count() << " ms; the body ended at "
+       << std::chrono::duration_cast<ms>(body_ended - t0).count() << " ms");
+  REQUIRE(taken);
+  // When worker-b's acquisition completed, the body had ended or had been told (lost() true).
+  CHECK_FALSE(untold);
+  bool lost = false, nested = false;
+  if (hold_error) {
+    try {
+      std::rethrow_exception(hold_error);
+    } catch (const sp::LeaseLostError& e) {
+      lost = true;
+      try {
+        std::rethrow_if_nested(e);
+      } catch (const std::runtime_error& cause) {
+        nested = std::string(cause.what()).find("LOADING") == 0;
+      }
+    } catch (...) {
+    }
+  }
+  CHECK(lost == c.lost);
+  if (!c.lost) CHECK(hold_error == nullptr);
+  CHECK(nested == c.nested_cause);
+}
+
+TEMPLATE_LIST_TEST_CASE("hold renews every third of the ttl by default", "[conformance][hold]",
+                        ConformanceFixtures) {
+  using steady = std::chrono::steady_clock;
+  const auto ttl = 600ms, every = ttl / 3;
+  std::vector<steady::time_point> sent;
+  sp::test::run([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    TestType fx(ex);
+    using B = typename TestType::backend_type;
+    sp::test::SlowBackend<B> counting(fx.backend());
+    sp::LeaseManager<sp::test::SlowBackend<B>> leases(counting, ttl);
+    auto body = [&](const sp::Lease&) -> asio::awaitable<void> {
+      co_await sp::test::sleep_for(1500ms);
+    };
+    co_await leases.hold(fx.resource("hold-interval"), "worker-a", body,
+                         sp::HoldOptions().auto_renew(true));
+    sent.push_back(counting.acquires_sent.back());
+    sent.insert(sent.end(), counting.renewals_started.begin(), counting.renewals_started.end());
+  });
+  // Renewals (the acquisition first) are sent every 200 ms: never sooner, and on average not
+  // much later, whatever a renewal's round trip took.
+  INFO("sends: " << sent.size());
+  REQUIRE(sent.size() >= 5);
+  std::vector<sp::milliseconds> gaps;
+  for (std::size_t i = 1; i < sent.size(); ++i)
+    gaps.push_back(std::chrono::duration_cast<sp::milliseconds>(sent[i] - sent[i - 1]));
+  for (auto g : gaps) {
+    INFO("gap " << g.count() << " ms");
+    CHECK(g >= every - 2ms);
+  }
+  const auto mean = std::accumulate(gaps.begin(), gaps.end(), 0ms) / static_cast<long>(gaps.size());
+  INFO("mean gap " << mean.count() << " ms");
+  CHECK(mean <= every * 5 / 4);
 }
 
 TEMPLATE_LIST_TEST_CASE("a lost renewal cancels the body and is rethrown from hold",
