@@ -87,11 +87,9 @@ TEMPLATE_LIST_TEST_CASE("hold releases the lease when cancelled", "[conformance]
                        hold_error = e;
                        finished = true;
                      }));
-      auto awaited_start = co_await sp::test::eventually([&] { return started.load(); });
-      CHECK(awaited_start);
+      co_await sp::test::eventually([&] { return started.load(); }, 10s, "the body to start");
       stop.emit(asio::cancellation_type::terminal);
-      auto awaited_end = co_await sp::test::eventually([&] { return finished; });
-      CHECK(awaited_end);
+      co_await sp::test::eventually([&] { return finished; }, 10s, "hold to end");
       CHECK(hold_error != nullptr);  // the body was cancelled, and hold says so
       auto other = co_await fx.backend().acquire_lease(r, "worker-b", 30s);  // and released
       auto awaited2 = co_await fx.backend().release_lease(other);
@@ -344,7 +342,8 @@ TEMPLATE_LIST_TEST_CASE("a lost renewal cancels the body and is rethrown from ho
       auto awaited6 = co_await b.release_lease(h.lease());
       CHECK(awaited6);
       co_await b.acquire_lease(r2, "worker-b", 30s);
-      noticed = co_await sp::test::eventually([&] { return h.lost(); });
+      co_await sp::test::eventually([&] { return h.lost(); }, 10s, "the loss");
+      noticed = h.lost();
       CHECK_THROWS_AS(h.check(), sp::LeaseLostError);
     };
     auto awaited7 = co_await sp::test::thrown<sp::LeaseLostError>([&] {

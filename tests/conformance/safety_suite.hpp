@@ -273,8 +273,9 @@ TEMPLATE_LIST_TEST_CASE("hold survives a renewal that fails once with a foreign 
     bool lost_seen = false;
     auto body = [&](sp::HeldLease& held) -> asio::awaitable<int> {
       // Long enough for the failed renewal and at least one good one after it.
-      const bool renewed = co_await sp::test::eventually([&] { return faulty.renewals_sent >= 3; });
-      lost_seen = held.lost() || !renewed;
+      co_await sp::test::eventually([&] { return faulty.renewals_sent >= 3; }, 10s,
+                                    "three renewals");
+      lost_seen = held.lost();
       co_return 42;
     };
     auto opts = sp::HoldOptions().ttl(3s).auto_renew(true).renew_every(40ms);
@@ -297,7 +298,8 @@ TEMPLATE_LIST_TEST_CASE("hold reports a lease lost to failing renewals, with the
     faulty.renewal_failure = "READONLY You can't write against a read only replica.";
     bool saw_loss = false;
     auto body = [&](sp::HeldLease& held) -> asio::awaitable<void> {
-      saw_loss = co_await sp::test::eventually([&] { return held.lost(); });
+      co_await sp::test::eventually([&] { return held.lost(); }, 10s, "the loss");
+      saw_loss = held.lost();
     };
     auto opts =
         sp::HoldOptions().ttl(600ms).auto_renew(true).renew_every(150ms).cancel_on_loss(false);

@@ -144,8 +144,7 @@ TEST_CASE("pessimistic locks, waits and deadlock detection run on a one-node clu
     }
     CHECK(deadlock);
     b.end_session(s2);  // frees y: s1 gets it
-    const bool granted = co_await sp::test::eventually([&] { return s1_done; }, 3s);
-    CHECK(granted);
+    co_await sp::test::eventually([&] { return s1_done; }, 3s, "s1's lock to be granted");
     CHECK_FALSE(s1_error);
     sp::CommitRequest req;
     req.session = s1;

@@ -23,10 +23,10 @@ struct WaitTimedOut : std::runtime_error {
 };
 
 // Polls pred every few milliseconds until it holds. If `limit` passes first it throws
-// WaitTimedOut naming `what`: a wait that times out always fails the test, even when its caller
-// forgets to look at the result (which is then always true).
+// WaitTimedOut naming `what`, which fails the test. It returns nothing, so no caller can CHECK a
+// result that could only ever be true.
 template <class P>
-asio::awaitable<bool> eventually(P pred, std::chrono::milliseconds limit = std::chrono::seconds(10),
+asio::awaitable<void> eventually(P pred, std::chrono::milliseconds limit = std::chrono::seconds(10),
                                  std::string what = "a condition") {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
@@ -35,7 +35,6 @@ asio::awaitable<bool> eventually(P pred, std::chrono::milliseconds limit = std::
                          what);
     co_await sleep_for(std::chrono::milliseconds(5));
   }
-  co_return true;
 }
 
 }  // namespace statepact::test
