@@ -54,7 +54,7 @@ TEST_CASE("hold deadline: a reply after the deadline does not undo the loss",
   CHECK(d.passed(t0 + 970ms));
 }
 
-TEST_CASE("hold deadline: a failed renewal is retried sooner; the deadline stays",
+TEST_CASE("hold deadline: a failed renewal is retried sooner and the deadline stays",
           "[unit][hold-deadline]") {
   HoldDeadline d(t0, 1200ms, 400ms);
   d.sending();
