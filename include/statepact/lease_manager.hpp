@@ -404,7 +404,7 @@ class LeaseManager {
     const Lease initial = co_await acquire_registered(resource, owner, ttl, options.wait(), &sent);
     auto state = std::make_shared<detail::HoldState>(
         initial, detail::HoldDeadline(sent, initial.ttl, every));
-    HeldLease handle(state);
+    std::optional<HeldLease> handle(std::in_place, state);
     std::exception_ptr body_error;
     std::optional<holder_t<R>> result;
 
@@ -420,7 +420,7 @@ class LeaseManager {
       try {
         auto outcome =
             co_await asio::experimental::make_parallel_group(
-                asio::co_spawn(ex, run_body(body, handle, initial), asio::experimental::deferred),
+                asio::co_spawn(ex, run_body(body, *handle, initial), asio::experimental::deferred),
                 asio::co_spawn(
                     ex, detail::renew_held(backend_, state, options.cancel_on_loss(), observer_),
                     asio::experimental::deferred),
@@ -447,8 +447,14 @@ class LeaseManager {
     } catch (const Error&) {
       // The lease then simply expires; its token stays the high-water mark either way.
     }
-    if (auto lost = state->failure()) std::rethrow_exception(lost);
-    if (body_error) std::rethrow_exception(body_error);
+    std::exception_ptr thrown = state->failure();
+    if (!thrown) thrown = body_error;
+    // g++ 12 may destroy a coroutine's locals a second time when an exception leaves it (seen:
+    // the state freed early, then read, in hold_cancel_test): drop the shared state first, so a
+    // second destruction finds nothing to release.
+    handle.reset();
+    state.reset();
+    if (thrown) std::rethrow_exception(thrown);
     if constexpr (!std::is_void_v<R>) co_return std::move(*result->value);
   }
 
